@@ -1,0 +1,49 @@
+"""`python -m harness run --benchmark ID --submission DIR --mode public|official --spec FILE --events-fd N`"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+
+from .events import EventWriter
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="evaluate one submission")
+    run.add_argument("--benchmark", required=True)
+    run.add_argument("--submission", required=True, help="directory holding the unpacked submission")
+    run.add_argument("--mode", choices=["public", "official"], required=True)
+    run.add_argument("--spec", required=True, help="JSON spec written by the agent from the benchmark definition")
+    run.add_argument("--events-fd", type=int, required=True, help="file descriptor for JSON-line events")
+    args = parser.parse_args(argv)
+
+    events = EventWriter(args.events_fd)
+    try:
+        with open(args.spec, encoding="utf-8") as fh:
+            spec = json.load(fh)
+        if spec.get("benchmark") != args.benchmark or spec.get("mode") != args.mode:
+            raise ValueError("spec does not match --benchmark/--mode")
+        if spec.get("kind") == "decode":
+            from .decode.runner import run as run_decode
+
+            run_decode(spec, args.submission, events)
+        elif spec.get("kind") == "training":
+            from .training.runner import run as run_training
+
+            run_training(spec, args.submission, events)
+        else:
+            raise ValueError(f"unknown benchmark kind {spec.get('kind')!r}")
+    except Exception:  # the harness itself broke: never blame the submission for it
+        tb = traceback.format_exc()
+        events.log(tb, level="error")
+        events.result("failed", "The evaluator failed; retry once and report it if it persists.", "harness_error", detail=tb)
+    if not events.result_sent:
+        events.result("failed", "The evaluator ended without a verdict.", "harness_error")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

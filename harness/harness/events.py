@@ -1,0 +1,84 @@
+"""The event channel: JSON lines on a file descriptor of the harness's own.
+
+The shapes are defined once, as zod schemas, in `libs/src/harness/events.ts`; this module writes
+exactly those shapes. Only the trusted parent holds this writer: the untrusted child never gets the
+descriptor (it is not inherited), so nothing a submission prints or writes can become an event.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from typing import Any, Optional
+
+FAILURE_CODES = (
+    "incorrect_output",
+    "candidate_error",
+    "timeout",
+    "latency_limit",
+    "memory_limit",
+    "unstable_timing",
+    "infra_error",
+    "harness_error",
+    "rule_violation",
+)
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf; the schema wants numbers or null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+class EventWriter:
+    def __init__(self, fd: int) -> None:
+        os.set_inheritable(fd, False)
+        self._file = os.fdopen(fd, "w", buffering=1, encoding="utf-8", closefd=True)
+        self._lock = threading.Lock()
+        self.result_sent = False
+
+    def emit(self, event: dict) -> None:
+        line = json.dumps(_clean(event), separators=(",", ":"), allow_nan=False)
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def log(self, message: str, level: str = "info") -> None:
+        self.emit({"type": "log", "level": level, "message": message})
+
+    def check(self, name: str, passed: bool, detail: str) -> None:
+        self.emit({"type": "check", "name": name, "passed": bool(passed), "detail": detail})
+
+    def result(
+        self,
+        status: str,
+        message: str,
+        failure_code: Optional[str] = None,
+        score: Optional[float] = None,
+        workloads: Optional[list] = None,
+        metrics: Optional[dict] = None,
+        detail: Optional[str] = None,
+    ) -> None:
+        if self.result_sent:
+            return
+        if failure_code is not None and failure_code not in FAILURE_CODES:
+            raise ValueError(f"unknown failure code {failure_code}")
+        event = {
+            "type": "result",
+            "status": status,
+            "failureCode": failure_code,
+            "message": message,
+            "score": score,
+            "workloads": workloads or [],
+            "metrics": metrics or {},
+        }
+        if detail is not None:
+            event["detail"] = detail
+        self.emit(event)
+        self.result_sent = True

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+
+/**
+ * Events the trusted harness writes, one JSON object per line, on its own file descriptor
+ * (`--events-fd N`). The submission's stdout/stderr never reach this channel, so nothing a
+ * submission prints can become an event. The Python side (`harness/harness/events.py`) writes
+ * exactly these shapes; a test runs the harness and parses every line with `HarnessEvent`.
+ */
+export const FailureCode = z.enum([
+  'incorrect_output',
+  'candidate_error',
+  'timeout',
+  'latency_limit',
+  'memory_limit',
+  'unstable_timing',
+  'infra_error',
+  'harness_error',
+  'rule_violation',
+]);
+export type FailureCode = z.infer<typeof FailureCode>;
+
+/** A line of the harness's own narration (phases, warnings); shown in the run log. */
+export const HarnessLogEvent = z.object({
+  type: z.literal('log'),
+  level: z.enum(['info', 'warn', 'error']),
+  message: z.string(),
+});
+
+/** One measured (or warm-up) sample of one workload. Decode fills the timing fields. */
+export const HarnessSampleEvent = z.object({
+  type: z.literal('sample'),
+  workload: z.string(),
+  index: z.number().int().nonnegative(),
+  warmup: z.boolean(),
+  ttftMs: z.number().nonnegative().nullable(),
+  tpotMs: z.number().nonnegative().nullable(),
+  tps: z.number().nonnegative().nullable(),
+  totalMs: z.number().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  batchSize: z.number().int().positive().optional(),
+  promptLength: z.number().int().nonnegative().optional(),
+  peakMemoryBytes: z.number().nonnegative().nullable().optional(),
+  /** Free-form numeric metrics (training: loss, accuracy, updates…). */
+  metrics: z.record(z.string(), z.number()).optional(),
+});
+
+/** Training progress, a point on the loss curve. */
+export const HarnessMetricEvent = z.object({
+  type: z.literal('metric'),
+  name: z.string(),
+  step: z.number().int().nonnegative(),
+  value: z.number(),
+  elapsedMs: z.number().nonnegative(),
+});
+
+/** One rule the run was checked against (output, latency, memory, timing_stability, …). */
+export const HarnessCheckEvent = z.object({
+  type: z.literal('check'),
+  name: z.string(),
+  passed: z.boolean(),
+  detail: z.string(),
+});
+
+/** Baseline figures measured on this GPU model, for the hub to cache per GPU model and rules version. */
+export const HarnessBaselineEvent = z.object({
+  type: z.literal('baseline'),
+  hardware: z.string(),
+  workloads: z.record(
+    z.string(),
+    z.object({ totalMs: z.number().positive(), ttftMs: z.number().nonnegative(), tpotMs: z.number().nonnegative() }),
+  ),
+});
+
+export const WorkloadSummary = z.object({
+  workload: z.string(),
+  samples: z.number().int().nonnegative(),
+  tps: z.number().nonnegative().nullable(),
+  ttftMs: z.number().nonnegative().nullable(),
+  tpotMs: z.number().nonnegative().nullable(),
+  totalMs: z.number().nonnegative().nullable(),
+  /** (max - min) / median of the per-sample TPOT, in percent. */
+  spreadPct: z.number().nonnegative().nullable(),
+  /** Baseline time ÷ candidate time for this workload (1.0 = baseline speed). */
+  speedup: z.number().nonnegative().nullable(),
+});
+export type WorkloadSummary = z.infer<typeof WorkloadSummary>;
+
+/** The verdict. Exactly one per run, always the last event. */
+export const HarnessResultEvent = z.object({
+  type: z.literal('result'),
+  status: z.enum(['succeeded', 'failed']),
+  failureCode: FailureCode.nullable(),
+  message: z.string(),
+  /** Decode: 100 × geometric mean of speedups. Training: accuracy in percent. Null when failed. */
+  score: z.number().nullable(),
+  workloads: z.array(WorkloadSummary),
+  metrics: z.record(z.string(), z.number()),
+  /** For candidate_error / incorrect_output: the traceback or first bad position, shown to the team. */
+  detail: z.string().optional(),
+});
+
+export const HarnessEvent = z.discriminatedUnion('type', [
+  HarnessLogEvent,
+  HarnessSampleEvent,
+  HarnessMetricEvent,
+  HarnessCheckEvent,
+  HarnessBaselineEvent,
+  HarnessResultEvent,
+]);
+export type HarnessEvent = z.infer<typeof HarnessEvent>;
+export type HarnessSampleEvent = z.infer<typeof HarnessSampleEvent>;
+export type HarnessCheckEvent = z.infer<typeof HarnessCheckEvent>;
+export type HarnessResultEvent = z.infer<typeof HarnessResultEvent>;
+export type HarnessBaselineEvent = z.infer<typeof HarnessBaselineEvent>;
+export type HarnessMetricEvent = z.infer<typeof HarnessMetricEvent>;
