@@ -1,0 +1,1 @@
+"""Decode benchmarks (qwen3-4b-decode, toy-decode)."""

@@ -1,0 +1,390 @@
+"""Decode evaluation: baseline (if not cached), candidate, correctness, limits, score.
+
+Flow of one run (all in the trusted parent; engines run in untrusted children, see engineproc):
+ 1. Check the submission's files (allowed extensions, no links).
+ 2. Baseline: if spec.baseline is null (or lacks a workload), run spec.baselineEngine through the
+    same child mechanism, samplesPerWorkload timed samples after the warm-up ones, and emit a
+    `baseline` event. Its tokens become the reference tokens for the same prompts.
+ 3. Candidate: load (untimed, limits.loadSeconds), then per workload the warm-up samples and the
+    timed ones (public: 1, official: samplesPerWorkload), each a `sample` event.
+ 4. Output check: a token equal to the reference token at the same place is accepted (the
+    reference tokens were themselves checked); otherwise the parent runs one teacher-forced
+    forward of the reference model over prompt + the candidate's own tokens and accepts a token
+    only where its logit is within checks.logitTolerance of the row's max. After a tie-accepted
+    divergence, later tokens are judged against the candidate's own prefix, which is what the
+    teacher-forced pass does.
+ 5. Memory, latency (official), timing stability (official), then the score:
+    100 × geometric mean over workloads of (baseline totalMs ÷ candidate totalMs), each the
+    median over timed samples.
+"""
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import time
+import traceback
+from typing import Optional
+
+from ..engineproc import EngineFailure, EngineProcess, Sample
+from ..memory import make_measurer
+from ..spec import validate_decode_spec
+from .prompts import prompts as make_prompts
+
+ALLOWED_EXTENSIONS = (".py", ".pyi", ".yaml", ".yml", ".json", ".toml", ".txt", ".md", ".cfg", ".ini")
+FAILURE_ORDER = ("candidate_error", "timeout", "memory_limit", "incorrect_output", "latency_limit", "unstable_timing")
+
+
+class HarnessFailure(Exception):
+    """The evaluator (or its baseline) failed: never the candidate's fault."""
+
+    def __init__(self, code: str, message: str, detail: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.detail = code, message, detail
+
+
+def check_submission_files(root: str) -> Optional[str]:
+    if not os.path.isfile(os.path.join(root, "engine.py")):
+        return "The submission has no engine.py at its root."
+    bad = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if os.path.islink(full):
+                bad.append(f"{rel} (symbolic link)")
+            elif name in filenames and not name.endswith(ALLOWED_EXTENSIONS) and name != "__pycache__":
+                bad.append(rel)
+        dirnames[:] = [d for d in dirnames if d != "__pycache__" and not os.path.islink(os.path.join(dirpath, d))]
+    if bad:
+        shown = ", ".join(sorted(bad)[:10]) + (" …" if len(bad) > 10 else "")
+        return f"Files of a type that is not allowed: {shown}. Allowed: {' '.join(ALLOWED_EXTENSIONS)}."
+    return None
+
+
+def open_reference(model: dict):
+    if model["family"] == "toy":
+        from ..models.toy import ToyReference
+
+        return ToyReference(model["path"])
+    from ..models.qwen3 import Qwen3Reference
+
+    return Qwen3Reference(model["path"])
+
+
+def hardware_name() -> str:
+    try:
+        import subprocess
+
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
+        names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
+        if out.returncode == 0 and names:
+            return names[0]
+    except Exception:
+        pass
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"cpu: {cpu}"
+
+
+def ms(ns: Optional[float]) -> Optional[float]:
+    return None if ns is None else ns / 1e6
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _limits_text(checks: dict) -> str:
+    parts = [f"{label} ≤ {checks[key]:g} ms" for key, label in (("maxTtftMs", "TTFT"), ("maxTpotMs", "TPOT")) if checks[key] is not None]
+    return ", ".join(parts) if parts else "the latency limits (none set)"
+
+
+class Record:
+    def __init__(self, workload: dict, sample_no: int, index: int, warmup: bool, prompts, sample: Sample, peak) -> None:
+        self.workload, self.sample_no, self.index, self.warmup = workload, sample_no, index, warmup
+        self.prompts, self.sample, self.peak = prompts, sample, peak
+
+    def figures(self) -> dict:
+        s = self.sample
+        w = self.workload
+        total = ms(s.total_ns)
+        return {
+            "ttftMs": ms(s.ttft_ns),
+            "tpotMs": ms(s.tpot_ns),
+            "totalMs": total,
+            "tps": (w["batchSize"] * w["maxNewTokens"]) / (total / 1000.0) if total else None,
+        }
+
+
+class DecodeRun:
+    def __init__(self, spec: dict, submission_dir: str, events, measurer_factory=make_measurer) -> None:
+        self.spec = validate_decode_spec(spec)
+        # The engine runs with its own folder as cwd: hand it absolute paths.
+        spec["model"]["path"] = os.path.abspath(spec["model"]["path"])
+        spec["baselineEngine"] = os.path.abspath(spec["baselineEngine"])
+        self.submission_dir = os.path.abspath(submission_dir)
+        self.events = events
+        self.measurer_factory = measurer_factory
+        self.started = time.perf_counter_ns()
+        self.run_deadline = self.started + int(spec["limits"]["runSeconds"] * 1e9)
+        self.reference = None
+        self.summaries: list = []
+        self.metrics: dict = {}
+
+    # -- measuring one engine ---------------------------------------------------------------
+
+    def _deadline(self, seconds: float, what: str) -> tuple[int, str]:
+        own = time.perf_counter_ns() + int(seconds * 1e9)
+        if own <= self.run_deadline:
+            return own, f"{what} of {seconds:g} s"
+        return self.run_deadline, f"the whole-run deadline (limits.runSeconds = {self.spec['limits']['runSeconds']:g} s)"
+
+    def measure(self, engine_dir: str, role: str, timed: int) -> dict:
+        spec, events = self.spec, self.events
+        limits = spec["limits"]
+        vocab = self.reference.vocab_size
+        measurer = self.measurer_factory(limits.get("memoryMeasure", "auto"))
+        proc = EngineProcess(engine_dir, role, measurer, limits["memoryBytes"])
+        self.measurer_name = measurer.name if measurer.applicable else None
+        records: dict = {w["name"]: [] for w in spec["workloads"]}
+        try:
+            proc.start()
+            t = time.perf_counter()
+            deadline, text = self._deadline(limits["loadSeconds"], "limits.loadSeconds")
+            proc.load(spec["model"]["path"], deadline, text)
+            load_s = time.perf_counter() - t
+            events.log(f"{role}: Engine(model_path) ready in {load_s:.2f} s (untimed)")
+            if role == "candidate":
+                self.metrics["loadSeconds"] = load_s
+            for w in spec["workloads"]:
+                plan = [(True, i) for i in range(spec["warmupSamples"])] + [(False, i) for i in range(timed)]
+                for sample_no, (warmup, index) in enumerate(plan):
+                    ids = make_prompts(w["seed"], sample_no, w["batchSize"], w["promptLength"], self.reference.prompt_vocab)
+                    deadline, text = self._deadline(limits["sampleSeconds"], "limits.sampleSeconds")
+                    sample = proc.generate(ids, w["maxNewTokens"], vocab, deadline, text)
+                    rec = Record(w, sample_no, index, warmup, ids, sample, proc.peak_memory)
+                    records[w["name"]].append(rec)
+                    fig = rec.figures()
+                    if role == "candidate":
+                        events.emit({
+                            "type": "sample", "workload": w["name"], "index": index, "warmup": warmup,
+                            **fig, "tokens": w["batchSize"] * w["maxNewTokens"], "batchSize": w["batchSize"],
+                            "promptLength": w["promptLength"], "peakMemoryBytes": proc.peak_memory,
+                        })
+                    else:
+                        events.log(
+                            f"baseline {w['name']} {'warm-up' if warmup else 'sample'} {index}: total {fig['totalMs']:.2f} ms, "
+                            f"TTFT {fig['ttftMs']:.2f} ms, TPOT {fig['tpotMs'] if fig['tpotMs'] is None else round(fig['tpotMs'], 3)} ms"
+                        )
+        finally:
+            proc.close()
+        self.peak = proc.peak_memory
+        return records
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        spec, events = self.spec, self.events
+        official = spec["mode"] == "official"
+        violation = check_submission_files(self.submission_dir)
+        if violation:
+            events.check("files", False, violation)
+            events.result("failed", violation, "rule_violation")
+            return
+        events.check("files", True, "engine.py present; only allowed file types")
+        self.reference = open_reference(spec["model"])
+        hardware = hardware_name()
+        events.log(f"decode run: {spec['benchmark']} ({spec['mode']}), {len(spec['workloads'])} workload(s), hardware {hardware}")
+
+        # 1. baseline figures (cached by the hub, or measured now on this machine)
+        names = [w["name"] for w in spec["workloads"]]
+        baseline = spec.get("baseline")
+        baseline_records = None
+        if baseline is None or any(n not in baseline["workloads"] for n in names):
+            events.log(f"measuring the baseline engine on this machine ({spec['samplesPerWorkload']} timed samples per workload)")
+            try:
+                baseline_records = self.measure(os.path.abspath(spec["baselineEngine"]), "baseline", spec["samplesPerWorkload"])
+            except EngineFailure as exc:
+                raise HarnessFailure("harness_error", f"The baseline engine failed ({exc.code}): {exc.message}", exc.detail)
+            figures = {}
+            for name, recs in baseline_records.items():
+                timed = [r.figures() for r in recs if not r.warmup]
+                figures[name] = {k: median([f[k] for f in timed]) or 0.0 for k in ("totalMs", "ttftMs", "tpotMs")}
+            baseline = {"hardware": hardware, "workloads": figures}
+            events.emit({"type": "baseline", **baseline})
+        elif baseline.get("hardware") and baseline["hardware"] != hardware:
+            events.log(f"cached baseline was measured on {baseline['hardware']}, this machine is {hardware}", "warn")
+
+        # 2. candidate
+        timed = spec["samplesPerWorkload"] if official else 1
+        try:
+            records = self.measure(self.submission_dir, "candidate", timed)
+        except EngineFailure as exc:
+            self.fail_early(exc)
+            return
+        self.summarise(records, baseline)
+        cand_peak = self.peak
+
+        # 3. output check
+        failures: dict = {}
+        bad = self.verify(records, baseline_records)
+        if bad:
+            failures["incorrect_output"] = bad
+            events.check("output", False, bad[0])
+        else:
+            n = sum(len(r) for r in records.values())
+            events.check("output", True, f"every token of {n} sample(s) is the reference model's greedy choice (logit tolerance {spec['checks']['logitTolerance']:g})")
+
+        # 4. memory
+        limit = spec["limits"]["memoryBytes"]
+        if self.measurer_name is None or limit is None:
+            why = "no memory limit in this benchmark" if limit is None else "no way to measure the engine's memory on this machine"
+            events.check("memory", True, f"not applicable: {why}" + (f"; peak {cand_peak} bytes" if cand_peak else ""))
+        else:
+            events.check("memory", True, f"peak {cand_peak} bytes ({self.measurer_name}) ≤ limit {int(limit)} bytes")
+        if cand_peak is not None:
+            self.metrics["peakMemoryBytes"] = cand_peak
+
+        # 5. latency and stability (official runs)
+        checks = spec["checks"]
+        if official:
+            over = []
+            for name, recs in records.items():
+                for r in recs:
+                    if r.warmup:
+                        continue
+                    f = r.figures()
+                    if checks["maxTtftMs"] is not None and f["ttftMs"] > checks["maxTtftMs"]:
+                        over.append(f"{name} sample {r.index}: TTFT {f['ttftMs']:.2f} ms > {checks['maxTtftMs']:g} ms")
+                    if checks["maxTpotMs"] is not None and f["tpotMs"] is not None and f["tpotMs"] > checks["maxTpotMs"]:
+                        over.append(f"{name} sample {r.index}: TPOT {f['tpotMs']:.3f} ms > {checks['maxTpotMs']:g} ms")
+            if over:
+                failures["latency_limit"] = ("; ".join(over[:5]), None)
+            events.check("latency", not over, "; ".join(over[:5]) if over else "every timed sample within " + _limits_text(checks))
+            unstable = [f"{s['workload']}: TPOT spread {s['spreadPct']:.2f}% > {checks['maxSpreadPct']:g}%"
+                        for s in self.summaries if s["spreadPct"] is not None and s["spreadPct"] > checks["maxSpreadPct"]]
+            if unstable:
+                failures["unstable_timing"] = ("; ".join(unstable), None)
+            spreads = ", ".join(f"{s['workload']} {s['spreadPct']:.2f}%" for s in self.summaries if s["spreadPct"] is not None)
+            events.check("timing_stability", not unstable, "; ".join(unstable) if unstable else f"TPOT spread (max-min)/median ≤ {checks['maxSpreadPct']:g}%: {spreads}")
+
+        # 6. verdict
+        speedups = [s["speedup"] for s in self.summaries]
+        score = 100.0 * math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if all(speedups) else None
+        if score is not None:
+            self.metrics["measuredScore"] = score
+        for code in FAILURE_ORDER:
+            if code in failures:
+                message, detail = failures[code]
+                events.result("failed", message, code, None, self.summaries, self.metrics, detail)
+                return
+        label = "Official score" if official else "Public score (feedback only, not ranked)"
+        events.result("succeeded", f"{label}: {score:.2f} (100 = baseline on {baseline.get('hardware') or 'this hardware'})", None, round(score, 4), self.summaries, self.metrics)
+
+    def fail_early(self, exc: EngineFailure) -> None:
+        if exc.code == "memory_limit":
+            self.events.check("memory", False, exc.message)
+        self.events.result("failed", exc.message, exc.code, None, self.summaries, self.metrics, exc.detail)
+
+    def summarise(self, records: dict, baseline: dict) -> None:
+        parent_ns = child_ns = steps = 0
+        child_known = True
+        for w in self.spec["workloads"]:
+            recs = [r for r in records[w["name"]] if not r.warmup]
+            figs = [r.figures() for r in recs]
+            tpots = [f["tpotMs"] for f in figs if f["tpotMs"] is not None]
+            med_tpot = median(tpots)
+            spread = (max(tpots) - min(tpots)) / med_tpot * 100.0 if len(tpots) >= 2 and med_tpot else None
+            total = median([f["totalMs"] for f in figs])
+            base = baseline["workloads"][w["name"]]["totalMs"]
+            self.summaries.append({
+                "workload": w["name"], "samples": len(recs), "tps": median([f["tps"] for f in figs]),
+                "ttftMs": median([f["ttftMs"] for f in figs]), "tpotMs": med_tpot, "totalMs": total,
+                "spreadPct": spread, "speedup": base / total if total else None,
+            })
+            for r in recs:
+                parent_ns += r.sample.parent_ns
+                steps += len(r.sample.steps)
+                if r.sample.child_overhead_ns is None:
+                    child_known = False
+                else:
+                    child_ns += r.sample.child_overhead_ns
+        if steps:
+            self.metrics["harnessParentUsPerStep"] = parent_ns / steps / 1000.0
+            if child_known:
+                self.metrics["harnessChildUsPerStep"] = child_ns / steps / 1000.0
+
+    def verify(self, records: dict, baseline_records: Optional[dict]):
+        """Returns None, or (message, detail) for the first rejected token."""
+        tol = self.spec["checks"]["logitTolerance"]
+        ref = self.reference
+        events = self.events
+        ref_tokens = {}
+        if baseline_records is not None:
+            # The baseline is trusted, but its tokens only serve as reference after the reference
+            # model accepts them too: a disagreement here is the evaluator's problem.
+            for name, recs in baseline_records.items():
+                for r in recs:
+                    outs = r.sample.sequences()
+                    bad = ref.verify(r.prompts, outs, tol)
+                    if bad:
+                        raise HarnessFailure(
+                            "harness_error",
+                            f"The baseline engine's output disagrees with the reference model at workload {name}, sample {r.sample_no}, "
+                            f"sequence {bad['sequence']}, step {bad['step']} (logit {bad['tokenLogit']} vs max {bad['maxLogit']}); "
+                            "the logit tolerance is too tight for this hardware or the reference is broken.",
+                        )
+                    ref_tokens[(name, r.sample_no)] = outs
+        ties = 0
+        for name, recs in records.items():
+            for r in recs:
+                outs = r.sample.sequences()
+                expected = ref_tokens.get((name, r.sample_no))
+                if expected == outs:
+                    continue
+                if expected is not None:
+                    for s, (a, b) in enumerate(zip(outs, expected)):
+                        if a != b:
+                            t = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+                            if ties < 3:
+                                events.log(f"{name} sample {r.sample_no}: sequence {s} leaves the baseline's tokens at step {t}; checking it against the reference model over its own tokens")
+                            ties += 1
+                bad = ref.verify(r.prompts, outs, tol)
+                if bad:
+                    kind = "warm-up sample" if r.warmup else "sample"
+                    message = (
+                        f"Incorrect output in workload {name}, {kind} {r.index}: sequence {bad['sequence']}, step {bad['step']} "
+                        f"produced token {bad['token']}, but the greedy choice is token {bad['best']}."
+                    )
+                    detail = (
+                        f"workload {name}, {kind} {r.index}, sequence {bad['sequence']}, step {bad['step']} (0-based, step 0 is the first generated token)\n"
+                        f"candidate token {bad['token']} has logit {bad['tokenLogit']}; the row's max is {bad['maxLogit']} at token {bad['best']}; "
+                        f"accepted only within {tol:g} of the max (checks.logitTolerance)."
+                    )
+                    return message, detail
+        if ties:
+            events.log(f"{ties} sequence(s) differed from the baseline's tokens; every token was accepted by the teacher-forced check (within the tolerance)")
+        self.metrics["sequencesOffBaseline"] = ties
+        return None
+
+
+def run(spec: dict, submission_dir: str, events, **kwargs) -> None:
+    decode = DecodeRun(spec, submission_dir, events, **kwargs)
+    try:
+        decode.run()
+    except HarnessFailure as exc:
+        events.log(exc.message, "error")
+        events.result("failed", exc.message, exc.code, None, decode.summaries, decode.metrics, exc.detail)
+    finally:
+        if decode.reference is not None:
+            decode.reference.close()

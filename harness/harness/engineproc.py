@@ -1,0 +1,254 @@
+"""The parent's handle on one untrusted engine process (baseline or candidate).
+
+The child is started with `start_new_session=True` (its own process group, so a deadline kills it
+and everything it spawned), `close_fds=True` with only its end of a private socket pair passed
+(the events descriptor and every other descriptor of the parent stay closed in the child), and
+stdout/stderr inherited: what the engine prints is plain run-log output, never an event.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from array import array
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .channel import Channel, ChannelClosed, Deadline, ProtocolError, encode_generate, encode_json
+from .memory import Measurer, Monitor
+
+CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
+KILL_GRACE_SECONDS = 2.0
+
+
+class EngineFailure(Exception):
+    """A verdict against the engine: code is one of the failure codes of events.ts."""
+
+    def __init__(self, code: str, message: str, detail: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+@dataclass
+class Sample:
+    steps: list  # list of array('q'), one per step, each of batch ids
+    start_ns: int
+    stamps: list  # perf_counter_ns at which each step arrived
+    parent_ns: int = 0  # the parent's own handling time over all steps
+    child_overhead_ns: Optional[int] = None  # what the child says its framing cost (untrusted)
+
+    @property
+    def total_ns(self) -> int:
+        return self.stamps[-1] - self.start_ns
+
+    @property
+    def ttft_ns(self) -> int:
+        return self.stamps[0] - self.start_ns
+
+    @property
+    def tpot_ns(self) -> Optional[float]:
+        if len(self.stamps) < 2:
+            return None
+        return (self.stamps[-1] - self.stamps[0]) / (len(self.stamps) - 1)
+
+    def sequences(self) -> list[list[int]]:
+        """Tokens per sequence (transposed from per-step)."""
+        batch = len(self.steps[0])
+        return [[step[b] for step in self.steps] for b in range(batch)]
+
+
+@dataclass
+class EngineProcess:
+    submission_dir: str
+    role: str  # "baseline" | "candidate", for messages
+    measurer: Measurer
+    memory_limit: Optional[int]
+    proc: Optional[subprocess.Popen] = None
+    channel: Optional[Channel] = None
+    monitor: Optional[Monitor] = None
+    killed_for: Optional[str] = None
+    extra_env: dict = field(default_factory=dict)
+
+    def start(self) -> None:
+        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        child_fd = child_sock.fileno()
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env["PYTHONUNBUFFERED"] = "1"
+        self.measurer.begin()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-u", CHILD_SCRIPT, "--fd", str(child_fd), "--submission", self.submission_dir],
+                cwd=self.submission_dir,
+                stdin=subprocess.DEVNULL,
+                pass_fds=(child_fd,),
+                close_fds=True,
+                start_new_session=True,
+                env=env,
+            )
+        finally:
+            child_sock.close()
+        self.channel = Channel(parent_sock)
+        self.monitor = Monitor(self.measurer, self.proc.pid, self.memory_limit, lambda: self.kill("memory"))
+        self.monitor.start()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def kill(self, reason: str = "stop") -> None:
+        """TERM the process group, wait a short grace, then KILL it."""
+        if self.proc is None:
+            return
+        if self.killed_for is None:
+            self.killed_for = reason
+        pgid = self.proc.pid
+        for sig, wait in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=wait)
+                # the leader is gone; make sure no member of its group survives it
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def close(self) -> None:
+        """Ask the child to quit, then make sure its group is gone."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None and self.channel is not None and not self.channel.closed:
+            try:
+                self.channel.send(encode_json(b"Q", {}))
+                self.proc.wait(timeout=KILL_GRACE_SECONDS)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill("stop")
+        if self.monitor is not None:
+            self.monitor.stop()
+        if self.channel is not None:
+            self.channel.close()
+
+    @property
+    def peak_memory(self) -> Optional[int]:
+        return self.monitor.peak if self.monitor else None
+
+    # -- failures --------------------------------------------------------------------------
+
+    def _exit_text(self) -> str:
+        code = self.proc.poll() if self.proc else None
+        if code is None:
+            try:
+                code = self.proc.wait(timeout=KILL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                return "stopped answering"
+        if code < 0:
+            try:
+                return f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"was killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def _closed(self, during: str) -> EngineFailure:
+        if self.monitor is not None and self.monitor.exceeded:
+            return EngineFailure(
+                "memory_limit",
+                f"The {self.role} engine used {self.monitor.peak} bytes of {self.measurer.name} memory during {during}, over the limit of {self.memory_limit} bytes; it was stopped.",
+            )
+        return EngineFailure("candidate_error", f"The {self.role} engine process {self._exit_text()} during {during} without reporting an error.")
+
+    def _error(self, payload: bytes, during: str) -> EngineFailure:
+        try:
+            err = json.loads(payload)
+            kind, message, tb = err.get("kind"), str(err.get("message")), str(err.get("traceback") or "")
+        except Exception:
+            kind, message, tb = "exception", payload[:2000].decode("utf-8", "replace"), ""
+        if kind == "contract":
+            return EngineFailure("candidate_error", f"Engine contract violated during {during}: {message}", message)
+        return EngineFailure("candidate_error", f"The engine raised during {during}: {message}", tb or message)
+
+    # -- commands --------------------------------------------------------------------------
+
+    def load(self, model_path: str, deadline_ns: int, deadline_text: str) -> None:
+        self.channel.send(encode_json(b"L", {"modelPath": model_path}))
+        try:
+            tag, payload, _ = self.channel.recv(deadline_ns)
+        except Deadline:
+            self.kill("timeout")
+            raise EngineFailure("timeout", f"Engine(model_path) did not return within {deadline_text}; the engine process was stopped.")
+        except ChannelClosed:
+            raise self._closed("Engine(model_path)")
+        except ProtocolError as exc:
+            self.kill("protocol")
+            raise EngineFailure("candidate_error", f"Engine(model_path): {exc}")
+        if tag == b"E":
+            raise self._error(payload, "Engine(model_path)")
+        if tag != b"R":
+            self.kill("protocol")
+            raise EngineFailure("candidate_error", f"Engine(model_path): unexpected frame {tag!r} from the engine process")
+
+    def generate(self, input_ids: list[list[int]], max_new_tokens: int, vocab_size: int,
+                 deadline_ns: int, deadline_text: str) -> Sample:
+        batch = len(input_ids)
+        frame = encode_generate(input_ids, max_new_tokens)  # encoded before the clock starts
+        step_bytes = 8 * batch
+        steps: list = []
+        stamps: list = []
+        parent_ns = 0
+        channel = self.channel
+        during = f"generate(batch={batch}, max_new_tokens={max_new_tokens})"
+        start = channel.send(frame)
+        try:
+            while True:
+                tag, payload, stamp = channel.recv(deadline_ns)
+                if tag == b"S":
+                    if len(payload) != step_bytes:
+                        raise EngineFailure("candidate_error", f"step {len(steps)} carried {len(payload) // 8} ids; expected {batch}")
+                    ids = array("q")
+                    ids.frombytes(payload)
+                    steps.append(ids)
+                    stamps.append(stamp)
+                    if len(steps) > max_new_tokens:
+                        raise EngineFailure("candidate_error", f"generate yielded more than max_new_tokens={max_new_tokens} steps")
+                    parent_ns += time.perf_counter_ns() - stamp
+                elif tag == b"D":
+                    if len(steps) != max_new_tokens:
+                        raise EngineFailure(
+                            "candidate_error",
+                            f"Engine contract violated: generate yielded {len(steps)} steps; it must yield exactly max_new_tokens={max_new_tokens}.",
+                        )
+                    try:
+                        child_ns = int(json.loads(payload).get("childOverheadNs"))
+                    except Exception:
+                        child_ns = None
+                    break
+                elif tag == b"E":
+                    raise self._error(payload, during)
+                else:
+                    raise EngineFailure("candidate_error", f"unexpected frame {tag!r} from the engine process during {during}")
+        except Deadline:
+            self.kill("timeout")
+            raise EngineFailure("timeout", f"{during} did not finish within {deadline_text} ({len(steps)} of {max_new_tokens} steps arrived); the engine process was stopped.")
+        except ChannelClosed:
+            raise self._closed(during)
+        except ProtocolError as exc:
+            self.kill("protocol")
+            raise EngineFailure("candidate_error", f"{during}: {exc}")
+        except EngineFailure:
+            self.kill("contract")
+            raise
+        for index, ids in enumerate(steps):
+            if min(ids) < 0 or max(ids) >= vocab_size:
+                bad = next(i for i in ids if i < 0 or i >= vocab_size)
+                raise EngineFailure("candidate_error", f"step {index}: token id {bad} is outside the vocabulary [0, {vocab_size}).")
+        return Sample(steps=steps, start_ns=start, stamps=stamps, parent_ns=parent_ns, child_overhead_ns=child_ns)

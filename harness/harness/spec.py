@@ -1,0 +1,85 @@
+"""Validation of the decode spec, mirroring `DecodeSpec` in libs/src/harness/spec.ts.
+
+The hub writes the spec; a malformed one is the hub's fault, so errors here become harness_error
+(raised as ValueError) with a message that names the field.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MEMORY_MEASURES = ("auto", "gpu", "rss", "none")
+
+
+def _num(obj: dict, key: str, where: str, *, integer=False, positive=False, nonneg=False, nullable=False):
+    if key not in obj:
+        if nullable:
+            return None
+        raise ValueError(f"spec: {where}.{key} is missing")
+    v = obj[key]
+    if v is None and nullable:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not float(v).is_integer()):
+        raise ValueError(f"spec: {where}.{key} must be a{'n integer' if integer else ' number'}, got {v!r}")
+    if positive and not v > 0:
+        raise ValueError(f"spec: {where}.{key} must be positive, got {v!r}")
+    if nonneg and v < 0:
+        raise ValueError(f"spec: {where}.{key} must be non-negative, got {v!r}")
+    return int(v) if integer else float(v)
+
+
+def _obj(obj: Any, key: str, where: str) -> dict:
+    v = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(v, dict):
+        raise ValueError(f"spec: {where}.{key} must be an object")
+    return v
+
+
+def validate_decode_spec(spec: dict) -> dict:
+    if not isinstance(spec, dict) or spec.get("kind") != "decode":
+        raise ValueError("spec: kind must be 'decode'")
+    if spec.get("mode") not in ("public", "official"):
+        raise ValueError("spec: mode must be 'public' or 'official'")
+    model = _obj(spec, "model", "spec")
+    if model.get("family") not in ("toy", "qwen3") or not isinstance(model.get("path"), str):
+        raise ValueError("spec: model must be {family: 'toy'|'qwen3', path: string}")
+    if not isinstance(spec.get("baselineEngine"), str):
+        raise ValueError("spec: baselineEngine must be a directory path")
+    workloads = spec.get("workloads")
+    if not isinstance(workloads, list) or not workloads:
+        raise ValueError("spec: workloads must be a non-empty list")
+    names = set()
+    for i, w in enumerate(workloads):
+        where = f"workloads[{i}]"
+        if not isinstance(w, dict) or not isinstance(w.get("name"), str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", w["name"]):
+            raise ValueError(f"spec: {where}.name must match [a-z0-9][a-z0-9_-]*")
+        if w["name"] in names:
+            raise ValueError(f"spec: workload name {w['name']!r} appears twice")
+        names.add(w["name"])
+        for key in ("batchSize", "promptLength", "maxNewTokens"):
+            _num(w, key, where, integer=True, positive=True)
+        _num(w, "seed", where, integer=True, nonneg=True)
+    _num(spec, "samplesPerWorkload", "spec", integer=True, positive=True)
+    _num(spec, "warmupSamples", "spec", integer=True, nonneg=True)
+    limits = _obj(spec, "limits", "spec")
+    for key in ("loadSeconds", "sampleSeconds", "runSeconds"):
+        _num(limits, key, "limits", positive=True)
+    _num(limits, "memoryBytes", "limits", positive=True, nullable=True)
+    limits.setdefault("memoryBytes", None)
+    measure = limits.setdefault("memoryMeasure", "auto")
+    if measure not in MEMORY_MEASURES:
+        raise ValueError(f"spec: limits.memoryMeasure must be one of {MEMORY_MEASURES}")
+    checks = _obj(spec, "checks", "spec")
+    _num(checks, "maxTtftMs", "checks", positive=True, nullable=True)
+    _num(checks, "maxTpotMs", "checks", positive=True, nullable=True)
+    checks.setdefault("maxTtftMs", None)
+    checks.setdefault("maxTpotMs", None)
+    _num(checks, "maxSpreadPct", "checks", positive=True)
+    _num(checks, "logitTolerance", "checks", nonneg=True)
+    baseline = spec.get("baseline")
+    if baseline is not None:
+        if not isinstance(baseline, dict) or not isinstance(baseline.get("workloads"), dict):
+            raise ValueError("spec: baseline must be null or {hardware, workloads}")
+        for name, fig in baseline["workloads"].items():
+            _num(fig, "totalMs", f"baseline.workloads.{name}", positive=True)
+    return spec

@@ -1,0 +1,1 @@
+"""The `deep-recurrence` training benchmark: trusted parent (runner), child loop and tasks."""
