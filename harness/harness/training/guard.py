@@ -12,6 +12,7 @@ exception still fails the run.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -202,6 +203,8 @@ def guard_bundle(guard: Guard, optimizer, scheduler) -> None:
     def wrap(obj, what: str):
         inner = obj.step
 
+        # functools.wraps keeps markers such as the LR scheduler's `_with_counter` (no spurious warning).
+        @functools.wraps(inner)
         def step(*args, **kwargs):
             if guard.phase != "step":
                 raise guard.violation(f"{what}.step() was called by the submission; the evaluator steps it once per update")
