@@ -1,0 +1,26 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { ZodValidationPipe } from 'nestjs-zod';
+import { AuthModule } from './auth/auth.module';
+import { BenchmarksModule } from './benchmarks/benchmarks.module';
+import { ErrorFilter } from './common/error.filter';
+import { CoreDeps, CoreModule } from './core.module';
+import { HealthController } from './health/health.controller';
+import { TeamsModule } from './teams/teams.module';
+import { TokensModule } from './tokens/tokens.module';
+import { UsersModule } from './users/users.module';
+
+@Module({})
+export class AppModule {
+  static forRoot(deps: CoreDeps): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule],
+      controllers: [HealthController],
+      providers: [
+        { provide: APP_PIPE, useClass: ZodValidationPipe },
+        { provide: APP_FILTER, useClass: ErrorFilter },
+      ],
+    };
+  }
+}

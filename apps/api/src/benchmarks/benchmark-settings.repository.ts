@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, Repository } from 'typeorm';
+import { BenchmarkSettingsEntity } from './benchmark-settings.entity';
+
+@Injectable()
+export class BenchmarkSettingsRepository {
+  private readonly repo: Repository<BenchmarkSettingsEntity>;
+
+  constructor(dataSource: DataSource) {
+    this.repo = dataSource.getRepository(BenchmarkSettingsEntity);
+  }
+
+  all(): Promise<BenchmarkSettingsEntity[]> {
+    return this.repo.find();
+  }
+
+  /** Seeds settings from the file the first time a benchmark is seen; later boots keep the organizer's changes. */
+  async insertMissing(rows: Omit<BenchmarkSettingsEntity, 'updatedAt'>[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.repo.createQueryBuilder().insert().values(rows).orIgnore().execute();
+  }
+
+  async update(benchmarkId: string, patch: Partial<BenchmarkSettingsEntity>): Promise<BenchmarkSettingsEntity> {
+    await this.repo.update({ benchmarkId }, patch);
+    return (await this.repo.findOneBy({ benchmarkId }))!;
+  }
+
+  /** Bumps the rules version atomically and returns the new one. */
+  async bumpRulesVersion(benchmarkId: string, reason: string): Promise<number> {
+    const raw = await this.repo.query(
+      `UPDATE benchmark_settings SET rules_version = rules_version + 1, rules_changed_reason = $2, updated_at = now()
+        WHERE benchmark_id = $1 RETURNING rules_version`,
+      [benchmarkId, reason],
+    );
+    // TypeORM answers an UPDATE with [rows, rowCount].
+    const rows = (Array.isArray(raw[0]) ? raw[0] : raw) as { rules_version: number }[];
+    return rows[0].rules_version;
+  }
+}

@@ -1,0 +1,94 @@
+import 'reflect-metadata';
+import { INestApplication, Logger, LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import cookieParser from 'cookie-parser';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import type { Request, Response, NextFunction } from 'express';
+import express from 'express';
+import { DataSource } from 'typeorm';
+import { AppModule } from './app.module';
+import { BenchmarkRegistry } from './benchmarks/benchmark-registry';
+import { Clock } from './common/clock';
+import { Config } from './config/config';
+import { openDatabase } from './database/data-source';
+import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
+
+export interface Hub {
+  app: INestApplication;
+  dataSource: DataSource;
+  config: Config;
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface HubOptions {
+  /** Use this database instead of DATABASE_URL / embedded Postgres (tests). */
+  databaseUrl?: string;
+  registry?: BenchmarkRegistry;
+  clock?: Clock;
+  logger?: LogLevel[] | false;
+}
+
+const LEVELS: Record<Config['LOG_LEVEL'], LogLevel[]> = {
+  error: ['error'],
+  warn: ['error', 'warn'],
+  log: ['error', 'warn', 'log'],
+  debug: ['error', 'warn', 'log', 'debug', 'verbose'],
+};
+
+/** Builds the whole hub: database (embedded when no URL), migrations, the Nest app and the web. */
+export async function createHub(config: Config, options: HubOptions = {}): Promise<Hub> {
+  const logger = new Logger('Dryft');
+  let embedded: EmbeddedDatabase | undefined;
+  let url = options.databaseUrl ?? config.DATABASE_URL;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, (m) => logger.log(m));
+    url = embedded.url;
+  }
+  const dataSource = await openDatabase(url);
+  const registry = options.registry ?? BenchmarkRegistry.fromDirectory(config.benchmarksDir);
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, dataSource, registry, clock: options.clock }), {
+    logger: options.logger ?? LEVELS[config.LOG_LEVEL],
+    bodyParser: true,
+    rawBody: true,
+  });
+  app.set('trust proxy', 'loopback');
+  app.disable('x-powered-by');
+  app.use(cookieParser());
+  serveWeb(app, config.webDir);
+  app.enableShutdownHooks();
+  await app.init();
+  return {
+    app,
+    dataSource,
+    config,
+    url: '',
+    async close() {
+      await app.close();
+      if (dataSource.isInitialized) await dataSource.destroy();
+      if (embedded) await embedded.stop();
+    },
+  };
+}
+
+/** The built SvelteKit app at `/`, with its fallback page for client-side routes. */
+function serveWeb(app: NestExpressApplication, webDir: string): void {
+  const fallback = ['200.html', 'index.html'].map((f) => path.join(webDir, f)).find((f) => existsSync(f));
+  app.use(express.static(webDir, { index: 'index.html', maxAge: '1h', setHeaders: noCacheHtml }));
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'GET' || req.path.startsWith('/api/') || req.path === '/api' || req.path.startsWith('/socket.io')) return next();
+    if (!req.accepts('html')) return next();
+    if (!fallback) {
+      res.status(200).type('text/plain').send('Dryft API is running. The web app is not built: run `npm run build`.');
+      return;
+    }
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(fallback);
+  });
+}
+
+function noCacheHtml(res: Response, file: string): void {
+  if (file.endsWith('.html')) res.setHeader('Cache-Control', 'no-cache');
+}

@@ -1,0 +1,76 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { ZodValidationException } from 'nestjs-zod';
+import { ZodError } from 'zod';
+import { AppError } from './errors';
+
+function describeZod(error: ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
+}
+
+const STATUS_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'too_many_requests',
+};
+
+/** Every error leaves as `{ error: { code, message } }` with an honest status. */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Response>();
+    if (res.headersSent) return;
+    const { status, body } = this.toBody(exception);
+    res.status(status).json(body);
+  }
+
+  toBody(exception: unknown): { status: number; body: { error: { code: string; message: string; details?: unknown } } } {
+    if (exception instanceof AppError) {
+      const error: { code: string; message: string; details?: unknown } = { code: exception.code, message: exception.message };
+      if (exception.details !== undefined) error.details = exception.details;
+      return { status: exception.status, body: { error } };
+    }
+    if (exception instanceof ZodValidationException) {
+      const zodError = exception.getZodError() as ZodError;
+      return { status: 400, body: { error: { code: 'invalid_request', message: describeZod(zodError) } } };
+    }
+    if (exception instanceof ZodError) {
+      return { status: 400, body: { error: { code: 'invalid_request', message: describeZod(exception) } } };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const response = exception.getResponse();
+      let message = exception.message;
+      if (typeof response === 'object' && response && 'message' in response) {
+        const m = (response as { message: unknown }).message;
+        message = Array.isArray(m) ? m.join('; ') : String(m);
+      }
+      if (status === 404 && /^Cannot (GET|POST|PUT|PATCH|DELETE)/.test(message)) {
+        message = `${message}: no such API route. The routes are listed in docs/API.md.`;
+      }
+      if (status === 400 && /JSON/.test(message) && /position|Unexpected|Expected/.test(message)) {
+        return { status, body: { error: { code: 'invalid_json', message: `The request body is not valid JSON (${message}).` } } };
+      }
+      if (status === 413) message = 'The upload is larger than the server accepts; see the size limits of the benchmark.';
+      return { status, body: { error: { code: STATUS_CODES[status] ?? 'error', message } } };
+    }
+    const err = exception as { type?: string; status?: number; message?: string };
+    if (err?.type === 'entity.parse.failed') {
+      return { status: 400, body: { error: { code: 'invalid_json', message: 'The request body is not valid JSON.' } } };
+    }
+    if (err?.type === 'entity.too.large') {
+      return { status: 413, body: { error: { code: 'payload_too_large', message: 'The request body is too large.' } } };
+    }
+    this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    return { status: 500, body: { error: { code: 'internal_error', message: 'Something went wrong on the server; try again, and report it if it persists.' } } };
+  }
+}

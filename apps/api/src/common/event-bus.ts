@@ -1,0 +1,42 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+/**
+ * The typed in-process event bus: domains announce what happened and other domains react, without
+ * services calling each other in circles. Handlers run after the emitter's transaction committed;
+ * one failing handler is logged and never breaks the emitter or the other handlers.
+ */
+export interface DomainEvents {
+  'team.member_left': { teamId: string; userId: string };
+  'team.member_removed': { teamId: string; userId: string };
+  'benchmark.settings_changed': { benchmarkId: string; runTimeLimitSeconds: number };
+  'benchmark.rules_changed': { benchmarkId: string; previousVersion: number; rulesVersion: number; reason: string };
+}
+
+type Handler<K extends keyof DomainEvents> = (payload: DomainEvents[K]) => void | Promise<void>;
+
+@Injectable()
+export class EventBus {
+  private readonly logger = new Logger('EventBus');
+  private readonly handlers = new Map<keyof DomainEvents, Handler<any>[]>();
+
+  on<K extends keyof DomainEvents>(event: K, handler: Handler<K>): () => void {
+    const list = this.handlers.get(event) ?? [];
+    list.push(handler);
+    this.handlers.set(event, list);
+    return () => {
+      const current = this.handlers.get(event) ?? [];
+      this.handlers.set(
+        event,
+        current.filter((h) => h !== handler),
+      );
+    };
+  }
+
+  emit<K extends keyof DomainEvents>(event: K, payload: DomainEvents[K]): void {
+    for (const handler of this.handlers.get(event) ?? []) {
+      Promise.resolve()
+        .then(() => handler(payload))
+        .catch((err) => this.logger.error(`${String(event)} handler failed: ${(err as Error).stack ?? err}`));
+    }
+  }
+}

@@ -1,0 +1,32 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { BenchmarkRegistry } from './benchmarks/benchmark-registry';
+import { Clock } from './common/clock';
+import { EventBus } from './common/event-bus';
+import { CONFIG, Config } from './config/config';
+
+export interface CoreDeps {
+  config: Config;
+  dataSource: DataSource;
+  registry: BenchmarkRegistry;
+  clock?: Clock;
+}
+
+/** The side effects every domain shares, provided once so tests can pass their own. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(deps: CoreDeps): DynamicModule {
+    return {
+      module: CoreModule,
+      providers: [
+        { provide: CONFIG, useValue: deps.config },
+        { provide: DataSource, useValue: deps.dataSource },
+        { provide: BenchmarkRegistry, useValue: deps.registry },
+        { provide: Clock, useValue: deps.clock ?? new Clock() },
+        EventBus,
+      ],
+      exports: [CONFIG, DataSource, BenchmarkRegistry, Clock, EventBus],
+    };
+  }
+}

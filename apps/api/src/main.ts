@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+import { createHub } from './bootstrap';
+import { BenchmarkConfigError } from '@dryft/libs/node';
+import { ConfigError, loadConfig } from './config/config';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      // One line per problem, then stop: a hub never starts half-configured.
+      for (const p of err.problems) console.error(`config error: ${p}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  let hub;
+  try {
+    hub = await createHub(config);
+  } catch (err) {
+    if (err instanceof BenchmarkConfigError) {
+      for (const p of err.problems) console.error(`benchmark definition error: ${p}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  await hub.app.listen(config.PORT, config.HOST);
+  console.log(`Dryft hub listening on ${config.PUBLIC_URL} (port ${config.PORT})`);
+  let closing = false;
+  const stop = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    console.log(`${signal}: shutting down`);
+    await hub.close().catch((e) => console.error(e));
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,98 @@
+import { Injectable } from '@nestjs/common';
+import type { CreatedTokenView, TokenView } from '@dryft/libs';
+import { checkTokenFormat, generateToken, hashToken, tokenDisplayPrefix } from '@dryft/libs/node';
+import { Clock } from '../common/clock';
+import { badRequest, notFound, unauthorized } from '../common/errors';
+import type { Principal } from '../common/principal';
+import { TeamsService } from '../teams/teams.service';
+import { UsersService } from '../users/users.service';
+import { ApiTokenEntity } from './api-token.entity';
+import { TokensRepository } from './tokens.repository';
+
+const REFUSED_HINT = 'Check that DRYFT_TOKEN holds the whole value; an owner or admin can create a replacement under API tokens.';
+
+@Injectable()
+export class TokensService {
+  constructor(
+    private readonly tokens: TokensRepository,
+    private readonly teams: TeamsService,
+    private readonly users: UsersService,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(principal: Principal, teamId: string, name: string, expiresAt?: string): Promise<CreatedTokenView> {
+    await this.teams.authorize(principal, teamId, 'manage_tokens');
+    const expiry = expiresAt ? new Date(expiresAt) : null;
+    if (expiry && expiry.getTime() <= this.clock.now().getTime()) {
+      throw badRequest('expiry_in_past', 'expiresAt must be in the future.');
+    }
+    const value = generateToken('pat');
+    const entity = await this.tokens.create({
+      teamId,
+      name,
+      tokenHash: hashToken(value),
+      prefix: tokenDisplayPrefix(value),
+      createdBy: principal.user.id,
+      expiresAt: expiry,
+    });
+    return { ...(await this.view(entity)), token: value };
+  }
+
+  async list(principal: Principal, teamId: string): Promise<TokenView[]> {
+    await this.teams.authorize(principal, teamId, 'manage_tokens');
+    const rows = await this.tokens.listForTeam(teamId);
+    const logins = new Map((await this.users.findByIds([...new Set(rows.map((r) => r.createdBy))])).map((u) => [u.id, u.login]));
+    return rows.map((r) => this.toView(r, logins.get(r.createdBy) ?? 'unknown'));
+  }
+
+  async revoke(principal: Principal, teamId: string, tokenId: string): Promise<TokenView> {
+    await this.teams.authorize(principal, teamId, 'manage_tokens');
+    const token = await this.tokens.findInTeam(teamId, tokenId);
+    if (!token) throw notFound('token_not_found', 'No such token in this team.');
+    if (!token.revokedAt) {
+      token.revokedAt = this.clock.now();
+      await this.tokens.revoke(token.id, token.revokedAt);
+    }
+    return this.view(token);
+  }
+
+  /**
+   * Resolves a bearer token to its team and creator. Malformed and bad-checksum values are refused
+   * before any database query; each refusal says which case it is.
+   */
+  async authenticate(value: string): Promise<Principal> {
+    const format = checkTokenFormat(value, 'pat');
+    if (!format.ok) throw unauthorized(format.reason === 'bad_checksum' ? 'token_bad_checksum' : 'token_malformed', `${format.message} ${REFUSED_HINT}`);
+    const token = await this.tokens.findByHash(hashToken(value));
+    if (!token) throw unauthorized('token_invalid', `This token is not known to this hub. ${REFUSED_HINT}`);
+    const now = this.clock.now();
+    if (token.revokedAt) throw unauthorized('token_revoked', 'This token was revoked; ask a team owner or admin for a replacement.');
+    if (token.expiresAt && token.expiresAt.getTime() <= now.getTime()) {
+      throw unauthorized('token_expired', `This token expired on ${token.expiresAt.toISOString()}; ask a team owner or admin for a replacement.`);
+    }
+    const user = await this.users.findById(token.createdBy);
+    if (!user || !(await this.teams.isMember(token.teamId, user.id))) {
+      throw unauthorized('token_creator_left', "This token's creator is no longer a member of the team, so it no longer works; ask an owner or admin for a replacement.");
+    }
+    await this.tokens.touch(token.id, now);
+    return { user, isAdmin: this.users.isAdmin(user), via: 'token', teamId: token.teamId, tokenId: token.id };
+  }
+
+  private async view(entity: ApiTokenEntity): Promise<TokenView> {
+    const creator = await this.users.findById(entity.createdBy);
+    return this.toView(entity, creator?.login ?? 'unknown');
+  }
+
+  private toView(t: ApiTokenEntity, createdBy: string): TokenView {
+    return {
+      id: t.id,
+      name: t.name,
+      prefix: t.prefix,
+      createdBy,
+      createdAt: t.createdAt.toISOString(),
+      lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
+      expiresAt: t.expiresAt?.toISOString() ?? null,
+      revokedAt: t.revokedAt?.toISOString() ?? null,
+    };
+  }
+}

@@ -1,0 +1,59 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { UserView } from '@dryft/libs';
+import { CONFIG, Config } from '../config/config';
+import { UserEntity } from './user.entity';
+import { UsersRepository } from './users.repository';
+
+export interface GithubProfile {
+  id: string;
+  login: string;
+  name: string | null;
+  avatarUrl: string | null;
+}
+
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly users: UsersRepository,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  isAdmin(user: UserEntity): boolean {
+    const login = user.login.toLowerCase();
+    return this.config.ADMIN_LOGINS.some((l) => l.toLowerCase() === login);
+  }
+
+  view(user: UserEntity): UserView {
+    return { id: user.id, login: user.login, name: user.name, avatarUrl: user.avatarUrl, isAdmin: this.isAdmin(user) };
+  }
+
+  /** GitHub sign-in: the numeric id is the identity; the login may change on GitHub's side. */
+  async upsertFromGithub(profile: GithubProfile): Promise<UserEntity> {
+    const existing = await this.users.findByGithubId(profile.id);
+    if (existing) {
+      return this.users.save({ ...existing, login: profile.login, name: profile.name, avatarUrl: profile.avatarUrl });
+    }
+    const sameLogin = await this.users.findByLogin(profile.login);
+    if (sameLogin && sameLogin.githubId === null) {
+      // A dev sign-in user with this login becomes the GitHub user (development databases only).
+      return this.users.save({ ...sameLogin, githubId: profile.id, name: profile.name, avatarUrl: profile.avatarUrl });
+    }
+    if (sameLogin) {
+      // GitHub reassigned the login: the old holder keeps their account under a marked login.
+      await this.users.save({ ...sameLogin, login: `${sameLogin.login}~${sameLogin.githubId}` });
+    }
+    return this.users.save({ githubId: profile.id, login: profile.login, name: profile.name, avatarUrl: profile.avatarUrl });
+  }
+
+  async findOrCreateDevUser(login: string): Promise<UserEntity> {
+    return (await this.users.findByLogin(login)) ?? this.users.save({ login, githubId: null, name: null, avatarUrl: null });
+  }
+
+  findById(id: string): Promise<UserEntity | null> {
+    return this.users.findById(id);
+  }
+
+  findByIds(ids: string[]): Promise<UserEntity[]> {
+    return this.users.findByIds(ids);
+  }
+}

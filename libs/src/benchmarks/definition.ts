@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { DecodeChecks, DecodeLimits, DecodeWorkload, Recurrence } from '../harness/spec';
+
+/**
+ * A benchmark definition file (`config/benchmarks/*.yaml`). Values here are the defaults an
+ * organizer starts from; open/closed, the whole-run time limit and the rules version can then be
+ * changed at run time through the organizer API (stored in the database, never in the file).
+ */
+const Id = z.string().regex(/^[a-z0-9][a-z0-9-]{1,62}$/, 'lowercase letters, digits and dashes');
+
+const Common = z.object({
+  id: Id,
+  title: z.string().min(1),
+  summary: z.string().min(1),
+  ranks: z.enum(['teams', 'users']),
+  rulesVersion: z.number().int().positive(),
+  submissionsOpen: z.boolean(),
+  evaluationsOpen: z.boolean(),
+  /** Whole-run time limit: a run over it is canceled with an explanation, also with no agent reporting. */
+  runTimeLimitSeconds: z.number().int().positive(),
+  hardware: z.object({
+    accelerator: z.enum(['gpu', 'cpu']),
+    /** GPU model names (as the agent reports them) that qualify; empty for CPU benchmarks. */
+    gpuModels: z.array(z.string()),
+  }),
+  /** The starter folder served as the "Download starter" archive or sample file. */
+  starter: z.string(),
+  scoring: z.object({ unit: z.string(), description: z.string() }),
+  announcement: z.string().optional(),
+});
+
+export const DailyLimits = z.object({ public: z.number().int().positive().optional(), official: z.number().int().positive().optional() });
+
+export const DecodeBenchmarkDefinition = Common.extend({
+  kind: z.literal('decode'),
+  submission: z.object({ type: z.literal('archive') }),
+  model: z.object({
+    family: z.enum(['toy', 'qwen3']),
+    /** Where agents find the weights; an agent's own model-path setting overrides it. */
+    path: z.string(),
+    checkpoint: z.string().optional(),
+    revision: z.string().optional(),
+  }),
+  /** Trusted baseline engine folder (score 100). */
+  baselineEngine: z.string(),
+  workloads: z.object({ public: z.array(DecodeWorkload).min(1), hidden: z.array(DecodeWorkload).min(1) }),
+  samples: z.object({ public: z.number().int().positive(), official: z.number().int().positive(), warmup: z.number().int().nonnegative() }),
+  limits: DecodeLimits,
+  checks: DecodeChecks,
+  dailyLimits: DailyLimits.default({}),
+});
+export type DecodeBenchmarkDefinition = z.infer<typeof DecodeBenchmarkDefinition>;
+
+export const TrainingTask = z.object({
+  recurrence: Recurrence,
+  sequenceLength: z.number().int().positive(),
+  vocabSize: z.number().int().positive(),
+  trainSeed: z.number().int(),
+  evalSeed: z.number().int(),
+  evalExamples: z.number().int().positive(),
+});
+
+export const TrainingTier = z.object({
+  id: z.string().regex(/^[a-z][a-z0-9-]*$/),
+  title: z.string(),
+  trainingSeconds: z.number().positive(),
+  evalSeconds: z.number().positive(),
+  /** Runs per participant per UTC day; accepted runs that fail count, rejected uploads do not. */
+  dailyLimit: z.number().int().positive(),
+  /** Practice tiers take a dataset; the ranked tier uses its hidden task. */
+  ranked: z.boolean(),
+  hiddenTask: TrainingTask.optional(),
+});
+
+export const TrainingDataset = z.object({
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/),
+  title: z.string(),
+  tiers: z.array(z.string()).min(1),
+  task: TrainingTask,
+});
+
+export const TrainingBenchmarkDefinition = Common.extend({
+  kind: z.literal('training'),
+  submission: z.object({ type: z.literal('file'), filename: z.literal('submission.py'), maxBytes: z.number().int().positive() }),
+  maxModelStateElements: z.number().int().positive(),
+  tiers: z.array(TrainingTier).min(1),
+  datasets: z.array(TrainingDataset),
+});
+export type TrainingBenchmarkDefinition = z.infer<typeof TrainingBenchmarkDefinition>;
+
+export const BenchmarkDefinition = z
+  .discriminatedUnion('kind', [DecodeBenchmarkDefinition, TrainingBenchmarkDefinition])
+  .superRefine((def, ctx) => {
+    if (def.kind !== 'training') return;
+    const tierIds = new Set(def.tiers.map((t) => t.id));
+    def.datasets.forEach((d, i) => {
+      for (const t of d.tiers) {
+        if (!tierIds.has(t)) ctx.addIssue({ code: 'custom', path: ['datasets', i, 'tiers'], message: `unknown tier "${t}"` });
+      }
+    });
+    def.tiers.forEach((t, i) => {
+      if (t.ranked && !t.hiddenTask) ctx.addIssue({ code: 'custom', path: ['tiers', i, 'hiddenTask'], message: 'a ranked tier needs its hidden task' });
+    });
+  });
+export type BenchmarkDefinition = z.infer<typeof BenchmarkDefinition>;
+
+/** What anyone may read about a benchmark: no hidden workloads, seeds or model paths. */
+export const PublicBenchmark = z.object({
+  id: z.string(),
+  title: z.string(),
+  summary: z.string(),
+  kind: z.enum(['decode', 'training']),
+  ranks: z.enum(['teams', 'users']),
+  rulesVersion: z.number().int(),
+  submissionsOpen: z.boolean(),
+  evaluationsOpen: z.boolean(),
+  runTimeLimitSeconds: z.number().int(),
+  hardware: z.object({ accelerator: z.enum(['gpu', 'cpu']), gpuModels: z.array(z.string()) }),
+  submission: z.object({ type: z.enum(['archive', 'file']), filename: z.string().optional(), maxBytes: z.number().optional() }),
+  scoring: z.object({ unit: z.string(), description: z.string() }),
+  announcement: z.string().nullable(),
+  publicWorkloads: z.array(DecodeWorkload).optional(),
+  samples: z.object({ public: z.number(), official: z.number(), warmup: z.number() }).optional(),
+  checks: DecodeChecks.optional(),
+  limits: DecodeLimits.optional(),
+  tiers: z
+    .array(z.object({ id: z.string(), title: z.string(), trainingSeconds: z.number(), dailyLimit: z.number(), ranked: z.boolean(), datasets: z.array(z.object({ id: z.string(), title: z.string() })) }))
+    .optional(),
+});
+export type PublicBenchmark = z.infer<typeof PublicBenchmark>;

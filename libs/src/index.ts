@@ -1,0 +1,8 @@
+// Browser-safe exports: schemas and pure rules. Node-only helpers live in `@dryft/libs/node`.
+export * from './errors';
+export * from './harness/events';
+export * from './harness/spec';
+export * from './benchmarks/definition';
+export * from './archive/tar';
+export * from './archive/rules';
+export * from './rest/accounts';

@@ -1,0 +1,4 @@
+// Node-only helpers (crypto, zlib, file system).
+export * from './tokens';
+export * from './archive/node';
+export * from './benchmarks/load';
