@@ -17,6 +17,7 @@ HARNESS = REPO / "harness"
 TOY_MODEL = REPO / "models" / "toy" / "model.json"
 TOY_BASELINE = REPO / "starters" / "toy-decode" / "engine"
 TOY_FAST = REPO / "starters" / "toy-decode" / "examples" / "fast"
+QWEN_FAST = REPO / "starters" / "qwen3-4b-decode" / "examples" / "fast"
 
 FAILURE_CODES = {"incorrect_output", "candidate_error", "timeout", "latency_limit", "memory_limit",
                  "unstable_timing", "infra_error", "harness_error", "rule_violation"}
@@ -132,7 +133,9 @@ def make_engine(tmp_path):
         counter[0] += 1
         d = tmp_path / f"engine{counter[0]}"
         d.mkdir()
-        shutil.copy(base / "engine.py", d / "base.py")
+        for f in base.iterdir():
+            if f.is_file() and f.suffix == ".py":
+                shutil.copy(f, d / ("base.py" if f.name == "engine.py" else f.name))
         (d / "engine.py").write_text(textwrap.dedent(code))
         return d
 

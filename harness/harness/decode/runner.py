@@ -346,6 +346,7 @@ class DecodeRun:
                         )
                     ref_tokens[(name, r.sample_no)] = outs
         ties = 0
+        worst = 0.0
         for name, recs in records.items():
             for r in recs:
                 outs = r.sample.sequences()
@@ -360,6 +361,7 @@ class DecodeRun:
                                 events.log(f"{name} sample {r.sample_no}: sequence {s} leaves the baseline's tokens at step {t}; checking it against the reference model over its own tokens")
                             ties += 1
                 bad = ref.verify(r.prompts, outs, tol)
+                worst = max(worst, getattr(ref, "max_deficit", 0.0))
                 if bad:
                     kind = "warm-up sample" if r.warmup else "sample"
                     message = (
@@ -375,6 +377,7 @@ class DecodeRun:
         if ties:
             events.log(f"{ties} sequence(s) differed from the baseline's tokens; every token was accepted by the teacher-forced check (within the tolerance)")
         self.metrics["sequencesOffBaseline"] = ties
+        self.metrics["maxAcceptedLogitDeficit"] = worst
         return None
 
 

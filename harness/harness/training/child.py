@@ -33,7 +33,11 @@ def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
         return True
     name = type(exc).__name__
-    return name == "OutOfMemoryError" or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
+    text = str(exc).lower()
+    # CUDA: torch.cuda.OutOfMemoryError (2.x) or "CUDA out of memory" (1.13); CPU: the allocator's message.
+    return name == "OutOfMemoryError" or (
+        isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+    )
 
 
 class Child:

@@ -252,11 +252,6 @@ class _Runner:
                 "deniedFiles": _preexisting_files(self.submission_dir, self.submission_path) + _spec_paths_from_argv(),
             },
         )
-        # The hidden evaluation set is built while the child imports torch; only this process has it.
-        from .tasks import eval_set
-
-        eval_inputs, eval_labels, eval_valid = eval_set(spec.task, spec.eval_seed, spec.eval_examples)
-
         msg = self.recv(time.monotonic() + STARTUP_SECONDS, "while starting")
         if msg is None:
             raise RunFailed("infra_error", f"the training process did not start within {STARTUP_SECONDS:.0f}s")
@@ -292,7 +287,13 @@ class _Runner:
         )
 
         # -- final evaluation: inputs out, predictions back, labels never leave this process --
+        # The hidden set is built only now, in this process (a run that fails earlier never pays
+        # for torch here), and before the evaluation clock starts.
         import torch
+
+        from .tasks import eval_set
+
+        eval_inputs, eval_labels, eval_valid = eval_set(spec.task, spec.eval_seed, spec.eval_examples)
 
         n, length = eval_inputs.shape
         payload = eval_inputs.to(torch.int32).contiguous().numpy().astype("<i4", copy=False).tobytes()
