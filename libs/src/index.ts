@@ -6,3 +6,6 @@ export * from './benchmarks/definition';
 export * from './archive/tar';
 export * from './archive/rules';
 export * from './rest/accounts';
+export * from './rest/runs';
+export * from './protocol/agents';
+export * from './protocol/live';

@@ -4,6 +4,16 @@ import { MembershipEntity } from '../teams/membership.entity';
 import { TeamEntity } from '../teams/team.entity';
 import { ApiTokenEntity } from '../tokens/api-token.entity';
 import { UserEntity } from '../users/user.entity';
+import { SubmissionEntity } from '../submissions/submission.entity';
+import { RunEntity } from '../runs/run.entity';
+import { RunLogEntity } from '../runs/run-log.entity';
+import { RunSampleEntity } from '../runs/run-sample.entity';
+import { RunCheckEntity } from '../runs/run-check.entity';
+import { RunMetricEntity } from '../runs/run-metric.entity';
+import { IdempotencyKeyEntity } from '../runs/idempotency-key.entity';
+import { BaselineEntity } from '../runs/baseline.entity';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
-export const ENTITIES = [UserEntity, SessionEntity, TeamEntity, MembershipEntity, ApiTokenEntity, BenchmarkSettingsEntity];
+export const ENTITIES = [UserEntity, SessionEntity, TeamEntity, MembershipEntity, ApiTokenEntity, BenchmarkSettingsEntity,
+  SubmissionEntity, RunEntity, RunLogEntity, RunSampleEntity, RunCheckEntity, RunMetricEntity, IdempotencyKeyEntity, BaselineEntity,
+];

@@ -1,0 +1,128 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import type { FailureCode, HarnessSpec, RunMode, RunStatus, WorkloadSummary } from '@dryft/libs';
+
+/**
+ * One evaluation of a submission. States: queued → assigned → running → succeeded | failed | canceled.
+ * The agent's batches are numbered; `lastBatchSeq` is what the server has stored (dedup key).
+ */
+@Entity('runs')
+@Index('IDX_runs_status_created', ['status', 'createdAt'])
+@Index('IDX_runs_team_created', ['teamId', 'createdAt'])
+@Index('IDX_runs_benchmark_board', ['benchmarkId', 'mode', 'status'])
+export class RunEntity {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'submission_id', type: 'uuid' })
+  submissionId!: string;
+
+  @Column({ name: 'benchmark_id', type: 'text' })
+  benchmarkId!: string;
+
+  @Column({ name: 'team_id', type: 'uuid' })
+  teamId!: string;
+
+  @Column({ name: 'created_by', type: 'uuid' })
+  createdBy!: string;
+
+  @Column({ type: 'text' })
+  mode!: RunMode;
+
+  @Column({ type: 'text', nullable: true })
+  tier!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  dataset!: string | null;
+
+  @Column({ type: 'text' })
+  status!: RunStatus;
+
+  @Column({ name: 'failure_code', type: 'text', nullable: true })
+  failureCode!: FailureCode | null;
+
+  @Column({ type: 'text', nullable: true })
+  message!: string | null;
+
+  /** Traceback or first bad position, shown to the team. */
+  @Column({ type: 'text', nullable: true })
+  detail!: string | null;
+
+  @Column({ name: 'cancel_reason', type: 'text', nullable: true })
+  cancelReason!: string | null;
+
+  @Column({ type: 'double precision', nullable: true })
+  score!: number | null;
+
+  @Column({ name: 'rules_version', type: 'integer' })
+  rulesVersion!: number;
+
+  @Column({ type: 'boolean', default: false })
+  invalidated!: boolean;
+
+  @Column({ name: 'invalidated_reason', type: 'text', nullable: true })
+  invalidatedReason!: string | null;
+
+  @Column({ name: 'agent_id', type: 'uuid', nullable: true })
+  agentId!: string | null;
+
+  @Column({ name: 'agent_name', type: 'text', nullable: true })
+  agentName!: string | null;
+
+  @Column({ type: 'integer', nullable: true })
+  slot!: number | null;
+
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
+  leaseExpiresAt!: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Column({ name: 'assigned_at', type: 'timestamptz', nullable: true })
+  assignedAt!: Date | null;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  @Column({ name: 'finished_at', type: 'timestamptz', nullable: true })
+  finishedAt!: Date | null;
+
+  /** Whole-run limit in force; the deadline is counted from assignment. */
+  @Column({ name: 'run_time_limit_seconds', type: 'integer' })
+  runTimeLimitSeconds!: number;
+
+  @Column({ name: 'deadline_at', type: 'timestamptz', nullable: true })
+  deadlineAt!: Date | null;
+
+  @Column({ name: 'last_batch_seq', type: 'integer', default: 0 })
+  lastBatchSeq!: number;
+
+  @Column({ name: 'last_log_seq', type: 'integer', default: 0 })
+  lastLogSeq!: number;
+
+  @Column({ type: 'jsonb', nullable: true })
+  workloads!: WorkloadSummary[] | null;
+
+  @Column({ type: 'jsonb', nullable: true })
+  metrics!: Record<string, number> | null;
+
+  /** The harness spec derived from the definition when the run was created. */
+  @Column({ type: 'jsonb' })
+  spec!: HarnessSpec;
+
+  /** Daily-limit accounting: the bucket (public/official/tier) and the UTC day it counts on. */
+  @Column({ name: 'quota_bucket', type: 'text' })
+  quotaBucket!: string;
+
+  @Column({ name: 'quota_day', type: 'date' })
+  quotaDay!: string;
+
+  /** The holder the run counts for on daily limits and boards: the team, or the user for per-user benchmarks. */
+  @Column({ name: 'quota_holder', type: 'text' })
+  quotaHolder!: string;
+
+  @Column({ name: 'quota_refunded', type: 'boolean', default: false })
+  quotaRefunded!: boolean;
+
+  @Column({ name: 'download_token_hash', type: 'text', nullable: true })
+  downloadTokenHash!: string | null;
+}

@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { HarnessEvent, HarnessResultEvent } from '../harness/events';
+import { HarnessSpec } from '../harness/spec';
+
+/**
+ * The `/agents` socket.io namespace. The agent authenticates at the handshake with
+ * `auth: { token: 'dryft_agent_…' }` (again on every reconnect), then:
+ *   agent → `agent.ready` (capabilities, slots, runs it still holds) → `agent.heartbeat` every few seconds.
+ *   server → `run.assign` (ack: accepted or refused) → agent fetches the submission with the one-time
+ *   URL, verifies its sha256, runs the harness → `run.started` → `run.batch` (numbered, acked) …
+ *   → `run.finished` (acked; retried until acked).
+ *   server → `run.cancel` / `run.deadline` / `agent.drain` at any time.
+ * Every payload is parsed with these schemas on receipt; a malformed one is refused and logged.
+ */
+export const SlotInfo = z.object({
+  index: z.number().int().nonnegative(),
+  /** GPU ids (CUDA_VISIBLE_DEVICES values) this slot owns; empty for CPU slots. */
+  gpus: z.array(z.string()),
+});
+
+export const AgentCapabilities = z.object({
+  accelerator: z.enum(['gpu', 'cpu']),
+  gpuModel: z.string().nullable(),
+  gpuCount: z.number().int().nonnegative(),
+  driver: z.string().nullable(),
+  harnessVersion: z.string(),
+  agentVersion: z.string(),
+  /** Benchmarks this agent can run (it has their models); empty = any that fits its hardware. */
+  benchmarks: z.array(z.string()),
+});
+export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
+
+export const AgentReady = z.object({
+  capabilities: AgentCapabilities,
+  slots: z.array(SlotInfo).min(1),
+  /** Runs still executing here after a reconnect, with the last batch the server acknowledged. */
+  activeRuns: z.array(z.object({ runId: z.string(), lastAckedSeq: z.number().int().nonnegative() })),
+});
+export type AgentReady = z.infer<typeof AgentReady>;
+
+export const AgentHeartbeat = z.object({ activeRuns: z.array(z.string()) });
+
+export const RunAssign = z.object({
+  runId: z.string(),
+  benchmarkId: z.string(),
+  mode: z.enum(['public', 'official']),
+  slot: z.number().int().nonnegative(),
+  submission: z.object({
+    /** One-time download URL (relative to the API URL). */
+    url: z.string(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    kind: z.enum(['archive', 'file']),
+    filename: z.string(),
+  }),
+  spec: HarnessSpec,
+  /** Whole-run deadline, epoch milliseconds. */
+  deadlineAt: z.number(),
+});
+export type RunAssign = z.infer<typeof RunAssign>;
+
+export const RunAssignAck = z.object({ accepted: z.boolean(), reason: z.string().optional() });
+
+export const RunStarted = z.object({ runId: z.string() });
+
+export const BatchEntry = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('log'),
+    /** 1-based line number within the run, assigned by the agent. */
+    n: z.number().int().positive(),
+    ts: z.number(),
+    stream: z.enum(['out', 'harness', 'agent']),
+    text: z.string().max(16_384),
+  }),
+  z.object({ type: z.literal('event'), ts: z.number(), event: HarnessEvent }),
+]);
+export type BatchEntry = z.infer<typeof BatchEntry>;
+
+/** A numbered batch; the server stores it once (dedup by run and seq) and acks. */
+export const RunBatch = z.object({
+  runId: z.string(),
+  seq: z.number().int().positive(),
+  entries: z.array(BatchEntry).max(5000),
+});
+export type RunBatch = z.infer<typeof RunBatch>;
+
+export const BatchAck = z.object({
+  ok: z.boolean(),
+  /** The highest seq the server has stored for this run. */
+  ackedSeq: z.number().int().nonnegative(),
+  /** Set when the run is no longer this agent's (canceled, failed by lease): stop it. */
+  stop: z.boolean().optional(),
+  error: z.string().optional(),
+});
+export type BatchAck = z.infer<typeof BatchAck>;
+
+export const RunFinished = z.object({
+  runId: z.string(),
+  /** The last batch seq sent before this; the server waits until it has stored them all. */
+  lastSeq: z.number().int().nonnegative(),
+  /** The harness's verdict, or one the agent made (infra_error, timeout, canceled) when it had none. */
+  result: HarnessResultEvent,
+  canceled: z.boolean(),
+  exitCode: z.number().int().nullable(),
+});
+export type RunFinished = z.infer<typeof RunFinished>;
+
+export const RunFinishedAck = z.object({ ok: z.boolean(), error: z.string().optional() });
+
+export const RunCancel = z.object({ runId: z.string(), reason: z.string() });
+export const RunDeadline = z.object({ runId: z.string(), deadlineAt: z.number() });
+export const AgentDrain = z.object({ draining: z.boolean() });
+
+export const AgentToServer = {
+  'agent.ready': AgentReady,
+  'agent.heartbeat': AgentHeartbeat,
+  'run.started': RunStarted,
+  'run.batch': RunBatch,
+  'run.finished': RunFinished,
+} as const;
+
+export const ServerToAgent = {
+  'run.assign': RunAssign,
+  'run.cancel': RunCancel,
+  'run.deadline': RunDeadline,
+  'agent.drain': AgentDrain,
+} as const;
+
+export const AgentView = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: z.enum(['online', 'offline', 'draining', 'revoked']),
+  capabilities: AgentCapabilities.nullable(),
+  slots: z.number().int(),
+  busySlots: z.number().int(),
+  currentRuns: z.array(z.string()),
+  lastHeartbeatAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+export type AgentView = z.infer<typeof AgentView>;
+
+export const CreateAgentBody = z.object({ name: z.string().trim().min(1).max(80) });
+export const CreatedAgentView = AgentView.extend({ token: z.string() });

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { AgentView } from './agents';
+import { CheckView, LeaderboardView, LogLine, MetricView, RunResultView, RunView, SampleView } from '../rest/runs';
+
+/**
+ * The `/live` socket.io namespace for browsers and the CLI. Authenticated at the handshake by the
+ * session cookie or `auth: { token: 'dryft_pat_…' }`; spectators connect with neither and may only
+ * join leaderboards. Joins are acknowledged with `{ ok, error? }`.
+ */
+export const JoinRun = z.object({
+  runId: z.string(),
+  /** Replay stored log lines after this seq, then live ones: no gap, no duplicate. */
+  afterSeq: z.number().int().nonnegative().default(0),
+});
+export const LeaveRun = z.object({ runId: z.string() });
+export const JoinLeaderboard = z.object({ benchmarkId: z.string() });
+export const JoinTeam = z.object({ teamId: z.string() });
+export const JoinAck = z.object({
+  ok: z.boolean(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  run: RunView.optional(),
+  leaderboard: LeaderboardView.optional(),
+});
+export type JoinAck = z.infer<typeof JoinAck>;
+
+export const LiveClientToServer = {
+  'run.join': JoinRun,
+  'run.leave': LeaveRun,
+  'leaderboard.join': JoinLeaderboard,
+  'leaderboard.leave': JoinLeaderboard,
+  'team.join': JoinTeam,
+  'agents.join': z.object({}),
+} as const;
+
+export const RunLogEvent = z.object({ runId: z.string(), lines: z.array(LogLine) });
+export const RunStatusEvent = z.object({ run: RunView });
+export const RunSampleEvent = z.object({ runId: z.string(), sample: SampleView });
+export const RunCheckEvent = z.object({ runId: z.string(), check: CheckView });
+export const RunMetricEvent = z.object({ runId: z.string(), metric: MetricView });
+export const RunResultLiveEvent = z.object({ runId: z.string(), result: RunResultView });
+export const LeaderboardUpdateEvent = z.object({ leaderboard: LeaderboardView });
+export const TeamRunEvent = z.object({ run: RunView });
+export const AgentsUpdateEvent = z.object({ agents: z.array(AgentView) });
+
+export const LiveServerToClient = {
+  'run.log': RunLogEvent,
+  'run.status': RunStatusEvent,
+  'run.sample': RunSampleEvent,
+  'run.check': RunCheckEvent,
+  'run.metric': RunMetricEvent,
+  'run.result': RunResultLiveEvent,
+  'leaderboard.update': LeaderboardUpdateEvent,
+  'team.run': TeamRunEvent,
+  'agents.update': AgentsUpdateEvent,
+} as const;
+
+export type LiveServerEvents = { [K in keyof typeof LiveServerToClient]: z.infer<(typeof LiveServerToClient)[K]> };

@@ -1,0 +1,188 @@
+import { z } from 'zod';
+import { FailureCode, HarnessCheckEvent, HarnessMetricEvent, WorkloadSummary } from '../harness/events';
+
+/** REST bodies for submissions, runs, logs, results, ranks and leaderboards. */
+export const RunMode = z.enum(['public', 'official']);
+export type RunMode = z.infer<typeof RunMode>;
+export const RunStatus = z.enum(['queued', 'assigned', 'running', 'succeeded', 'failed', 'canceled']);
+export type RunStatus = z.infer<typeof RunStatus>;
+export const TERMINAL_STATUSES: RunStatus[] = ['succeeded', 'failed', 'canceled'];
+
+export const RuleVerdictView = z.object({ rule: z.string(), title: z.string(), passed: z.boolean(), problems: z.array(z.string()) });
+
+export const SubmissionView = z.object({
+  id: z.string(),
+  benchmarkId: z.string(),
+  teamId: z.string(),
+  /** "fast-qwen #7": the source's name and the team's running number for it. */
+  name: z.string(),
+  source: z.enum(['upload', 'github']),
+  sourceName: z.string(),
+  number: z.number().int(),
+  kind: z.enum(['archive', 'file']),
+  sha256: z.string(),
+  sizeBytes: z.number().int(),
+  fileCount: z.number().int(),
+  files: z.array(z.object({ path: z.string(), size: z.number().int() })),
+  commitSha: z.string().nullable(),
+  createdBy: z.string(),
+  createdAt: z.string(),
+});
+export type SubmissionView = z.infer<typeof SubmissionView>;
+
+export const UploadResponse = z.object({ submission: SubmissionView, verdicts: z.array(RuleVerdictView) });
+export type UploadResponse = z.infer<typeof UploadResponse>;
+
+export const CreateRunBody = z.object({
+  mode: RunMode,
+  tier: z.string().optional(),
+  dataset: z.string().optional(),
+  /** Official runs count: the caller confirms it knows (the web asks, the CLI asks or takes --yes). */
+  confirm: z.boolean().optional(),
+});
+export type CreateRunBody = z.infer<typeof CreateRunBody>;
+
+export const QuotaView = z.object({
+  /** "public", "official", or a tier id for benchmarks with tiers. */
+  bucket: z.string(),
+  limit: z.number().int().nullable(),
+  used: z.number().int(),
+  remaining: z.number().int().nullable(),
+  resetsAt: z.string(),
+});
+export type QuotaView = z.infer<typeof QuotaView>;
+
+export const RunView = z.object({
+  id: z.string(),
+  submissionId: z.string(),
+  submissionName: z.string(),
+  benchmarkId: z.string(),
+  teamId: z.string(),
+  createdBy: z.string(),
+  mode: RunMode,
+  tier: z.string().nullable(),
+  dataset: z.string().nullable(),
+  status: RunStatus,
+  failureCode: FailureCode.nullable(),
+  message: z.string().nullable(),
+  cancelReason: z.string().nullable(),
+  /** 1 = next to be dispatched; null once assigned. */
+  queuePosition: z.number().int().nullable(),
+  score: z.number().nullable(),
+  rulesVersion: z.number().int(),
+  invalidated: z.boolean(),
+  invalidatedReason: z.string().nullable(),
+  agentName: z.string().nullable(),
+  createdAt: z.string(),
+  assignedAt: z.string().nullable(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+  /** Whole-run deadline (changes when the organizer changes the limit). */
+  deadlineAt: z.string().nullable(),
+  lastLogSeq: z.number().int(),
+});
+export type RunView = z.infer<typeof RunView>;
+
+export const CreateRunResponse = z.object({ run: RunView, quota: QuotaView });
+export type CreateRunResponse = z.infer<typeof CreateRunResponse>;
+
+export const CancelRunBody = z.object({ reason: z.string().trim().min(1, 'say why (shown in the run history)').max(500) });
+
+export const CancelRunResponse = z.object({ run: RunView, changed: z.boolean(), message: z.string() });
+
+export const LogLine = z.object({
+  /** 1-based line number within the run: the cursor for `after` and `afterSeq`. */
+  seq: z.number().int().positive(),
+  ts: z.number(),
+  stream: z.enum(['out', 'harness', 'agent', 'system']),
+  text: z.string(),
+});
+export type LogLine = z.infer<typeof LogLine>;
+
+export const LogsPage = z.object({
+  items: z.array(LogLine),
+  /** Pass as `after` for the next page. */
+  nextAfter: z.number().int(),
+  /** True when the run is finished and every line has been returned. */
+  complete: z.boolean(),
+});
+export type LogsPage = z.infer<typeof LogsPage>;
+
+export const SampleView = z.object({
+  workload: z.string(),
+  index: z.number().int(),
+  warmup: z.boolean(),
+  ttftMs: z.number().nullable(),
+  tpotMs: z.number().nullable(),
+  tps: z.number().nullable(),
+  totalMs: z.number(),
+  tokens: z.number().int(),
+  metrics: z.record(z.string(), z.number()).optional(),
+});
+export type SampleView = z.infer<typeof SampleView>;
+
+export const CheckView = HarnessCheckEvent.omit({ type: true });
+export type CheckView = z.infer<typeof CheckView>;
+export const MetricView = HarnessMetricEvent.omit({ type: true });
+export type MetricView = z.infer<typeof MetricView>;
+
+export const RunResultView = z.object({
+  run: RunView,
+  score: z.number().nullable(),
+  workloads: z.array(WorkloadSummary),
+  samples: z.array(SampleView),
+  checks: z.array(CheckView),
+  metrics: z.record(z.string(), z.number()),
+  detail: z.string().nullable(),
+  complete: z.boolean(),
+});
+export type RunResultView = z.infer<typeof RunResultView>;
+
+export const LeaderboardEntry = z.object({
+  rank: z.number().int().positive(),
+  /** Team name, or the participant's login for benchmarks that rank users. */
+  name: z.string(),
+  teamSlug: z.string().nullable(),
+  userLogin: z.string().nullable(),
+  score: z.number(),
+  runId: z.string(),
+  achievedAt: z.string(),
+});
+export type LeaderboardEntry = z.infer<typeof LeaderboardEntry>;
+
+export const LeaderboardView = z.object({
+  benchmarkId: z.string(),
+  rulesVersion: z.number().int(),
+  ranks: z.enum(['teams', 'users']),
+  entries: z.array(LeaderboardEntry),
+  updatedAt: z.string(),
+});
+export type LeaderboardView = z.infer<typeof LeaderboardView>;
+
+export const RankView = z.object({
+  runId: z.string(),
+  benchmarkId: z.string(),
+  mode: RunMode,
+  status: RunStatus,
+  score: z.number().nullable(),
+  /** Where this run's score would place now (null when it cannot rank). */
+  rank: z.number().int().nullable(),
+  /** Whether this run is the holder's current best on the board. */
+  isBest: z.boolean(),
+  eligible: z.boolean(),
+  reason: z.string(),
+  entries: z.number().int(),
+});
+export type RankView = z.infer<typeof RankView>;
+
+export const TeamPageView = z.object({
+  team: z.object({ name: z.string(), slug: z.string(), createdAt: z.string() }),
+  members: z.array(z.object({ login: z.string(), name: z.string().nullable(), avatarUrl: z.string().nullable() })),
+  /** Every result that raised the team's best, per benchmark, oldest first. */
+  history: z.array(z.object({ benchmarkId: z.string(), score: z.number(), runId: z.string(), achievedAt: z.string(), rulesVersion: z.number().int() })),
+  places: z.array(z.object({ benchmarkId: z.string(), rank: z.number().int(), score: z.number() })),
+});
+export type TeamPageView = z.infer<typeof TeamPageView>;
+
+export const Paginated = <T extends z.ZodTypeAny>(item: T) =>
+  z.object({ items: z.array(item), nextCursor: z.string().nullable() });

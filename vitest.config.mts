@@ -1,0 +1,55 @@
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import swc from 'unplugin-swc';
+import { defineConfig } from 'vitest/config';
+
+// NestJS needs decorator metadata, which esbuild does not emit: swc compiles the TypeScript here.
+const root = path.dirname(fileURLToPath(import.meta.url));
+const shared = {
+  plugins: [swc.vite({ module: { type: 'es6' }, jsc: { target: 'es2022', parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true } } })],
+  resolve: {
+    alias: [
+      { find: /^@dryft\/libs\/node$/, replacement: path.join(root, 'libs/src/node.ts') },
+      { find: /^@dryft\/libs$/, replacement: path.join(root, 'libs/src/index.ts') },
+    ],
+  },
+};
+
+export default defineConfig({
+  test: {
+    globalSetup: [path.join(root, 'test/support/global-setup.ts')],
+    projects: [
+      {
+        ...shared,
+        test: {
+          name: 'unit',
+          include: ['libs/test/**/*.spec.ts', 'apps/*/test/**/*.spec.ts', 'test/unit/**/*.spec.ts'],
+          environment: 'node',
+        },
+      },
+      {
+        ...shared,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.spec.ts'],
+          environment: 'node',
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          fileParallelism: true,
+          maxWorkers: 2,
+        },
+      },
+      {
+        ...shared,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.spec.ts'],
+          environment: 'node',
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
