@@ -1,0 +1,223 @@
+"""deep-recurrence training harness, on CPU with torch 1.13: the sample learns, cheats fail.
+
+Every case goes through the real entry point (`python -m harness run ... --events-fd N`) and the
+events are parsed and checked against the shapes of libs/src/harness/events.ts. Deadlines are
+scaled down with timeScale. The cheat runs go in parallel (they are short and mostly fail before
+training); the happy path runs alone so its clock is not shared.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[1]
+REPO = HARNESS.parent
+CORPUS = Path(__file__).resolve().parent / "training_corpus"
+SAMPLE = REPO / "starters" / "deep-recurrence" / "submission.py"
+FAILURE_CODES = {
+    "incorrect_output", "candidate_error", "timeout", "latency_limit", "memory_limit",
+    "unstable_timing", "infra_error", "harness_error", "rule_violation",
+}
+
+
+def base_spec(**over):
+    spec = {
+        "kind": "training",
+        "benchmark": "deep-recurrence",
+        "mode": "public",
+        "rulesVersion": 1,
+        "tier": "easy",
+        "dataset": "square",
+        "trainingSeconds": 60,
+        "evalSeconds": 60,
+        "timeScale": 0.05,
+        "maxModelStateElements": 500_000_000,
+        "device": "cpu",
+        "gradClipNorm": 1.0,
+        "task": {
+            "modulus": 13,
+            "recurrences": [{"kind": "square_mod", "params": {}, "weight": 1}],
+            "sequenceLength": 10,
+            "contextLength": {"min": 1, "max": 3},
+            "minLength": 6,
+            "trainSeed": 1,
+            "evalSeed": 987654321,
+            "evalExamples": 400,
+        },
+    }
+    spec.update(over)
+    return spec
+
+
+def check_event(ev: dict) -> None:
+    """The zod shapes of events.ts, by hand (no Node here)."""
+    t = ev["type"]
+    if t == "log":
+        assert ev["level"] in ("info", "warn", "error") and isinstance(ev["message"], str)
+    elif t == "metric":
+        assert isinstance(ev["name"], str) and isinstance(ev["step"], int) and ev["step"] >= 0
+        assert isinstance(ev["value"], (int, float)) and ev["elapsedMs"] >= 0
+    elif t == "check":
+        assert isinstance(ev["name"], str) and isinstance(ev["passed"], bool) and isinstance(ev["detail"], str)
+    elif t == "sample":
+        assert isinstance(ev["workload"], str) and ev["index"] >= 0 and isinstance(ev["warmup"], bool)
+        assert ev["totalMs"] >= 0 and isinstance(ev["tokens"], int) and ev["tokens"] >= 0
+        assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["metrics"].values())
+    elif t == "result":
+        assert ev["status"] in ("succeeded", "failed")
+        assert ev["failureCode"] is None or ev["failureCode"] in FAILURE_CODES
+        assert isinstance(ev["message"], str) and isinstance(ev["workloads"], list)
+        assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["metrics"].values())
+    else:
+        raise AssertionError(f"unexpected event type {t}")
+
+
+def run_harness(tmp: Path, source: str, spec: dict, extra_files=(), env_extra=None, timeout=120):
+    sub = tmp / "submission"
+    sub.mkdir(parents=True)
+    (sub / "submission.py").write_text(source, encoding="utf-8")
+    for name in extra_files:
+        (sub / name).write_text('{"w": [0.5, -0.25]}', encoding="utf-8")
+    spec_path = tmp / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    events_path = tmp / "events.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(HARNESS))
+    env.update(env_extra or {})
+    with open(events_path, "w") as ev_out:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness", "run", "--benchmark", spec["benchmark"], "--submission", str(sub),
+             "--mode", spec["mode"], "--spec", str(spec_path), "--events-fd", str(ev_out.fileno())],
+            cwd=str(REPO), env=env, pass_fds=(ev_out.fileno(),), capture_output=True, text=True, timeout=timeout,
+        )
+        wall = time.monotonic() - started
+    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    for ev in events:
+        check_event(ev)
+    assert events and events[-1]["type"] == "result", proc.stderr[-3000:]
+    assert sum(1 for e in events if e["type"] == "result") == 1
+    return events, proc, wall
+
+
+def corpus_case(name: str):
+    text = (CORPUS / name).read_text()
+    expect = re.search(r"^# expect: (\S+)(?: (.*))?$", text, re.M)
+    extra = re.findall(r"^# extra-file: (\S+)$", text, re.M)
+    over = re.search(r"^# spec: (.*)$", text, re.M)
+    source = (CORPUS / "base.py").read_text() + "\n\n" + text
+    return source, expect.group(1), (expect.group(2) or "").strip(), extra, json.loads(over.group(1)) if over else {}
+
+
+CASES = sorted(p.name for p in CORPUS.glob("*.py") if p.name != "base.py")
+
+
+@pytest.fixture(scope="module")
+def corpus_runs(tmp_path_factory):
+    """Run the whole corpus once, a few at a time, each child on one thread."""
+    root = tmp_path_factory.mktemp("training_corpus")
+
+    def one(name):
+        source, status, needle, extra, over = corpus_case(name)
+        spec = base_spec(**dict({"timeScale": 0.03}, **over))  # 1.8 s of training, 1 s grace
+        return name, run_harness(root / name[:-3], source, spec, extra, env_extra={"OMP_NUM_THREADS": "1"})
+
+    # The runs that wait on a clock (training to its end, a deadline) start first; most others fail
+    # within a second of their child's start.
+    slow_first = sorted(CASES, key=lambda n: 0 if re.search(r"ok_|spy_|sleep|slow|frozen", n) else 1)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        return dict(pool.map(one, slow_first))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_training_corpus(corpus_runs, name):
+    _, status, needle, _, _ = corpus_case(name)
+    events, proc, wall = corpus_runs[name]
+    result = events[-1]
+    if status == "succeeded":
+        assert result["status"] == "succeeded", (result, proc.stderr[-3000:])
+        assert result["score"] > result["metrics"]["chanceAccuracy"]
+    else:
+        assert result["status"] == "failed", result
+        assert result["failureCode"] == status, (result, proc.stderr[-3000:])
+        assert needle.lower() in result["message"].lower(), result["message"]
+        assert result["score"] is None
+    if name == "spy_eval_seed.py":
+        assert "no eval seed in the child" in proc.stdout and "LEAK" not in proc.stdout
+    if name == "cheat_sleep.py":
+        # killed at allowance (1.8 s) + grace (1 s), not after the 600 s sleep
+        assert wall < 30
+    if name == "error_exception.py":
+        assert "Traceback" in result["detail"] and "1 / 0" in result["detail"]
+
+
+def test_training_sample_learns_through_entry_point(tmp_path):
+    spec = base_spec(timeScale=0.08)  # 4.8 s of training on the CPU
+    events, proc, wall = run_harness(tmp_path, SAMPLE.read_text(), spec)
+    result = events[-1]
+    assert result["status"] == "succeeded", (result, proc.stderr[-3000:])
+    m = result["metrics"]
+    chance = 100.0 / 13
+    assert result["score"] == m["accuracy"] and m["accuracy"] > 2 * chance, m
+    for key in ("steps", "updates", "tokensSeen", "examplesSeen", "trainingSeconds", "evalSeconds"):
+        assert key in m
+    assert m["updates"] >= 5 and m["tokensSeen"] == m["steps"] * 64 * 10
+    assert m["trainingSeconds"] <= 4.8 + 1.0
+    metrics = [e for e in events if e["type"] == "metric"]
+    assert len(metrics) >= 3 and all(e["name"] == "loss" for e in metrics)
+    gaps = [b["elapsedMs"] - a["elapsedMs"] for a, b in zip(metrics, metrics[1:])]
+    assert min(gaps) >= 0.5 * 240 - 1  # rate-limited: at most one point per ~budget/20
+    samples = [e for e in events if e["type"] == "sample"]
+    assert len(samples) == 1 and samples[0]["metrics"]["accuracy"] == m["accuracy"]
+    checks = {e["name"]: e["passed"] for e in events if e["type"] == "check"}
+    assert checks.get("optimizer_coverage") and checks.get("weights_trained") and checks.get("deadline")
+
+
+def test_training_spec_refused_clearly(tmp_path):
+    spec = base_spec()
+    spec["task"]["recurrences"] = [{"kind": "cubic_nonsense", "params": {}}]
+    events, _, _ = run_harness(tmp_path, SAMPLE.read_text(), spec)
+    assert events[-1]["failureCode"] == "harness_error" and "recurrences[0].kind" in events[-1]["message"]
+
+
+def test_training_tasks_follow_their_recurrences():
+    sys.path.insert(0, str(HARNESS))
+    from harness.training.spec import parse_training_spec
+    from harness.training.tasks import eval_set
+
+    spec = base_spec()
+    spec["task"].update(
+        modulus=101,
+        sequenceLength=12,
+        contextLength={"min": 2, "max": 4},
+        minLength=8,
+        recurrences=[
+            {"kind": "square_mod", "params": {}},
+            {"kind": "affine_mod", "params": {"random": 1}},
+            {"kind": "fibonacci_mod", "params": {"a": 1, "b": 1}},
+        ],
+    )
+    parsed = parse_training_spec(spec)
+    inputs, labels, valid = eval_set(parsed.task, 5, 300)
+    mask, pad = parsed.task.mask_token_id, parsed.task.pad_token_id
+    kinds = {"square": 0, "fib": 0}
+    for row_in, row_lab in zip(inputs.tolist(), labels.tolist()):
+        seq = [x if x < mask else y for x, y in zip(row_in, row_lab) if x != pad]
+        assert all(0 <= v < 101 for v in seq)
+        if all(seq[i + 1] == seq[i] * seq[i] % 101 for i in range(len(seq) - 1)):
+            kinds["square"] += 1
+        elif all(seq[i + 2] == (seq[i + 1] + seq[i]) % 101 for i in range(len(seq) - 2)):
+            kinds["fib"] += 1
+    assert kinds["square"] > 50 and kinds["fib"] > 50
+    # same seed, same set; another seed, another set
+    again, _, _ = eval_set(parsed.task, 5, 300)
+    other, _, _ = eval_set(parsed.task, 6, 300)
+    assert (again == inputs).all() and not (other == inputs).all()
