@@ -47,6 +47,13 @@ def _send_error(sock, kind, message, tb):
 def _ids(step, index, batch):
     """One yielded step -> array of int64. Accepts a list/tuple of ints (or of objects with
     __index__, such as numpy integers), or anything with .tolist() (a 1-D tensor or array)."""
+    if type(step) is list and len(step) == batch:
+        # Fast path (a plain list of ints): one C-level conversion, ~1 us for 32 ids. Floats,
+        # nested lists and out-of-range values raise here and get the careful path's message.
+        try:
+            return array("q", step)
+        except (TypeError, OverflowError):
+            pass
     if not isinstance(step, (list, tuple)) and hasattr(step, "tolist"):
         step = step.tolist()
     if not isinstance(step, (list, tuple)):
