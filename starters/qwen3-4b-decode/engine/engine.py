@@ -29,7 +29,8 @@ class Engine:
     def generate(self, input_ids, max_new_tokens):
         ids = torch.tensor(input_ids, dtype=torch.long, device="cuda")
         cache = DynamicCache()
-        out = self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        # logits_to_keep=1: the prefill needs the last position's logits only, not [B, L, vocab]
+        out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
         for step in range(max_new_tokens):
             next_ids = out.logits[:, -1, :].argmax(dim=-1)
             yield next_ids.tolist()  # one id per sequence; greedy, no stop at end-of-sequence
