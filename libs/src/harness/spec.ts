@@ -64,11 +64,49 @@ export const DecodeSpec = z.object({
 });
 export type DecodeSpec = z.infer<typeof DecodeSpec>;
 
+/**
+ * One recurrence of a deep-recurrence dataset (harness/harness/training/tasks.py implements them).
+ * Values live modulo `task.modulus`. Kinds and their params:
+ * - `square_mod`: x' = x^2 (repeated squaring); no params.
+ * - `power_mod`: x' = x^e; `e` >= 2.
+ * - `affine_mod`: x' = a*x + b; `a`, `b`, or `random: 1` to draw a in [1,p), b in [0,p) per example.
+ * - `quadratic_mod`: x' = x^2 + c; `c`, or `random: 1` to draw c in [1,p) per example.
+ * - `fibonacci_mod` (second order): x'' = a*x' + b*x; `a`, `b` (default 1, 1), or `random: 1`.
+ * Every example draws one recurrence of the dataset's list, in proportion to `weight`.
+ */
+export const RecurrenceKind = z.enum(['square_mod', 'power_mod', 'affine_mod', 'quadratic_mod', 'fibonacci_mod']);
 export const Recurrence = z.object({
-  /** e.g. `square_mod` (x_{t+1} = x_t^2 mod p) or another recurrence the evaluator implements. */
-  kind: z.string(),
-  params: z.record(z.string(), z.number()),
+  kind: RecurrenceKind,
+  params: z.record(z.string(), z.number().int()).default({}),
+  weight: z.number().positive().default(1),
 });
+export type Recurrence = z.infer<typeof Recurrence>;
+
+export const TrainingSpecTask = z
+  .object({
+    /** A prime; term values are 0 … modulus-1 (the output classes). Input vocab = modulus + 2 (MASK, PAD). */
+    modulus: z.number().int().min(3).max(65521),
+    recurrences: z.array(Recurrence).min(1),
+    /** L: positions per row; shorter examples are padded. */
+    sequenceLength: z.number().int().positive(),
+    /** Known leading terms per example, drawn uniformly in [min, max]; min >= the largest recurrence order. */
+    contextLength: z.object({ min: z.number().int().positive(), max: z.number().int().positive() }),
+    /** Shortest example (context + masked targets), > contextLength.max and <= sequenceLength. */
+    minLength: z.number().int().positive(),
+    /** Seed of the training stream; the child (the submission's process) knows it. */
+    trainSeed: z.number().int(),
+    /** Hidden: only the trusted parent reads these; the child never receives them. */
+    evalSeed: z.number().int(),
+    evalExamples: z.number().int().positive(),
+  })
+  .refine((t) => t.contextLength.min <= t.contextLength.max, { message: 'contextLength.min must be <= max' })
+  .refine((t) => t.contextLength.max < t.minLength && t.minLength <= t.sequenceLength, {
+    message: 'need contextLength.max < minLength <= sequenceLength',
+  })
+  .refine((t) => !t.recurrences.some((r) => r.kind === 'fibonacci_mod') || t.contextLength.min >= 2, {
+    message: 'second-order recurrences need contextLength.min >= 2',
+  });
+export type TrainingSpecTask = z.infer<typeof TrainingSpecTask>;
 
 export const TrainingSpec = z.object({
   kind: z.literal('training'),
@@ -77,21 +115,17 @@ export const TrainingSpec = z.object({
   rulesVersion: z.number().int().positive(),
   tier: z.string(),
   dataset: z.string().nullable(),
+  /** Training allowance per seed: easy 60, medium 600, hard 3600. Construction and compilation count. */
   trainingSeconds: z.number().positive(),
+  /** Separate budget for the final evaluation (the child's forward over the hidden inputs). */
   evalSeconds: z.number().positive(),
   /** Scales every deadline (tests on CPU); 1 in production. */
   timeScale: z.number().positive().default(1),
   maxModelStateElements: z.number().int().positive(),
   device: z.enum(['cuda', 'cpu']),
-  task: z.object({
-    recurrence: Recurrence,
-    sequenceLength: z.number().int().positive(),
-    vocabSize: z.number().int().positive(),
-    trainSeed: z.number().int(),
-    /** Hidden: only the trusted parent reads these. */
-    evalSeed: z.number().int(),
-    evalExamples: z.number().int().positive(),
-  }),
+  /** Global gradient-norm clip the evaluator applies before every optimizer step; null = none. */
+  gradClipNorm: z.number().positive().nullable().default(1),
+  task: TrainingSpecTask,
 });
 export type TrainingSpec = z.infer<typeof TrainingSpec>;
 
