@@ -38,7 +38,32 @@ export const AgentReady = z.object({
 });
 export type AgentReady = z.infer<typeof AgentReady>;
 
+/** The server's answer to `agent.ready`: which of the runs the agent still holds it may continue. */
+export const AgentReadyAck = z.object({
+  ok: z.boolean(),
+  error: z.string().optional(),
+  agentId: z.string().optional(),
+  name: z.string().optional(),
+  /** Heartbeat at least this often (seconds); the lease is renewed by each heartbeat. */
+  heartbeatSeconds: z.number().positive().optional(),
+  leaseSeconds: z.number().positive().optional(),
+  draining: z.boolean().optional(),
+  /** Per run in `activeRuns`: keep going (resend batches after `ackedSeq`) or stop it at once. */
+  runs: z.array(z.object({ runId: z.string(), ackedSeq: z.number().int().nonnegative(), keep: z.boolean() })).default([]),
+});
+export type AgentReadyAck = z.infer<typeof AgentReadyAck>;
+
 export const AgentHeartbeat = z.object({ activeRuns: z.array(z.string()) });
+/** Runs the agent reported that are no longer its (finished elsewhere, canceled, failed by lease): stop them. */
+export const AgentHeartbeatAck = z.object({ ok: z.boolean(), stop: z.array(z.string()).default([]) });
+
+/**
+ * The agent gives back a run it accepted but never started (it is shutting down or could not
+ * prepare it): the server puts it back in the queue. A started run is never handed back, it is
+ * finished (with infra_error when the agent has to stop it), so no log line is ever stored twice.
+ */
+export const RunHandback = z.object({ runId: z.string(), reason: z.string().max(500) });
+export const SimpleAck = z.object({ ok: z.boolean(), error: z.string().optional() });
 
 export const RunAssign = z.object({
   runId: z.string(),
@@ -59,6 +84,7 @@ export const RunAssign = z.object({
 export type RunAssign = z.infer<typeof RunAssign>;
 
 export const RunAssignAck = z.object({ accepted: z.boolean(), reason: z.string().optional() });
+export type RunAssignAck = z.infer<typeof RunAssignAck>;
 
 export const RunStarted = z.object({ runId: z.string() });
 
@@ -105,10 +131,15 @@ export const RunFinished = z.object({
 export type RunFinished = z.infer<typeof RunFinished>;
 
 export const RunFinishedAck = z.object({ ok: z.boolean(), error: z.string().optional() });
+export type RunFinishedAck = z.infer<typeof RunFinishedAck>;
 
 export const RunCancel = z.object({ runId: z.string(), reason: z.string() });
 export const RunDeadline = z.object({ runId: z.string(), deadlineAt: z.number() });
 export const AgentDrain = z.object({ draining: z.boolean() });
+export type RunCancel = z.infer<typeof RunCancel>;
+export type RunDeadline = z.infer<typeof RunDeadline>;
+export type RunHandback = z.infer<typeof RunHandback>;
+export type AgentHeartbeatAck = z.infer<typeof AgentHeartbeatAck>;
 
 export const AgentToServer = {
   'agent.ready': AgentReady,
@@ -116,6 +147,7 @@ export const AgentToServer = {
   'run.started': RunStarted,
   'run.batch': RunBatch,
   'run.finished': RunFinished,
+  'run.handback': RunHandback,
 } as const;
 
 export const ServerToAgent = {

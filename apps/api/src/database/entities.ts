@@ -12,8 +12,10 @@ import { RunCheckEntity } from '../runs/run-check.entity';
 import { RunMetricEntity } from '../runs/run-metric.entity';
 import { IdempotencyKeyEntity } from '../runs/idempotency-key.entity';
 import { BaselineEntity } from '../runs/baseline.entity';
+import { AgentEntity } from '../agents/agent.entity';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [UserEntity, SessionEntity, TeamEntity, MembershipEntity, ApiTokenEntity, BenchmarkSettingsEntity,
   SubmissionEntity, RunEntity, RunLogEntity, RunSampleEntity, RunCheckEntity, RunMetricEntity, IdempotencyKeyEntity, BaselineEntity,
+  AgentEntity,
 ];
