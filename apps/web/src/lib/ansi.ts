@@ -1,0 +1,126 @@
+/**
+ * A small ANSI SGR renderer for run logs: text becomes styled segments (rendered as spans, never
+ * as HTML), and every other escape sequence (cursor moves, OSC titles) is dropped.
+ */
+export interface AnsiStyle {
+  fg?: string;
+  bg?: string;
+  bold?: boolean;
+  dim?: boolean;
+  italic?: boolean;
+  underline?: boolean;
+}
+
+export interface AnsiSegment {
+  text: string;
+  style: AnsiStyle;
+}
+
+/** The 16 basic colours, tuned for a light log background. */
+export const PALETTE = [
+  '#1f2328', '#c62828', '#2e7d32', '#a66f00', '#1f5fd1', '#8e3fb0', '#0f7c8c', '#6e7781',
+  '#57606a', '#e5534b', '#3fa34d', '#c9a100', '#4a8cf0', '#b35ad1', '#1ba3b5', '#8c959f',
+];
+
+function xterm256(n: number): string | undefined {
+  if (n < 0 || n > 255) return undefined;
+  if (n < 16) return PALETTE[n];
+  if (n < 232) {
+    const i = n - 16;
+    const level = (v: number) => (v === 0 ? 0 : 55 + v * 40);
+    const r = level(Math.floor(i / 36));
+    const g = level(Math.floor(i / 6) % 6);
+    const b = level(i % 6);
+    return `rgb(${r},${g},${b})`;
+  }
+  const gray = 8 + (n - 232) * 10;
+  return `rgb(${gray},${gray},${gray})`;
+}
+
+function applySgr(params: number[], style: AnsiStyle): AnsiStyle {
+  let s = { ...style };
+  if (params.length === 0) params = [0];
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i];
+    if (p === 0) s = {};
+    else if (p === 1) s.bold = true;
+    else if (p === 2) s.dim = true;
+    else if (p === 3) s.italic = true;
+    else if (p === 4) s.underline = true;
+    else if (p === 22) {
+      s.bold = false;
+      s.dim = false;
+    } else if (p === 23) s.italic = false;
+    else if (p === 24) s.underline = false;
+    else if (p >= 30 && p <= 37) s.fg = PALETTE[p - 30];
+    else if (p >= 90 && p <= 97) s.fg = PALETTE[p - 90 + 8];
+    else if (p === 39) delete s.fg;
+    else if (p >= 40 && p <= 47) s.bg = PALETTE[p - 40];
+    else if (p >= 100 && p <= 107) s.bg = PALETTE[p - 100 + 8];
+    else if (p === 49) delete s.bg;
+    else if (p === 38 || p === 48) {
+      const key = p === 38 ? 'fg' : 'bg';
+      if (params[i + 1] === 5) {
+        const c = xterm256(params[i + 2]);
+        if (c) s[key] = c;
+        i += 2;
+      } else if (params[i + 1] === 2) {
+        const [r, g, b] = params.slice(i + 2, i + 5);
+        if ([r, g, b].every((v) => Number.isInteger(v) && v >= 0 && v <= 255)) s[key] = `rgb(${r},${g},${b})`;
+        i += 4;
+      }
+    }
+  }
+  for (const k of Object.keys(s) as (keyof AnsiStyle)[]) if (s[k] === false) delete s[k];
+  return s;
+}
+
+// CSI sequences, OSC sequences (ended by BEL or ST), and lone two-character escapes.
+const ESCAPE = /\x1b\[([0-9;:?]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?/g;
+
+/** Splits one line into styled segments. `start` carries the style over from an earlier line. */
+export function parseAnsi(line: string, start: AnsiStyle = {}): { segments: AnsiSegment[]; end: AnsiStyle } {
+  const segments: AnsiSegment[] = [];
+  let style = start;
+  let last = 0;
+  const push = (text: string) => {
+    if (!text) return;
+    const prev = segments[segments.length - 1];
+    if (prev && prev.style === style) prev.text += text;
+    else segments.push({ text, style });
+  };
+  if (!line.includes('\x1b')) {
+    push(line.replace(/\r/g, ''));
+    return { segments, end: style };
+  }
+  ESCAPE.lastIndex = 0;
+  for (let m = ESCAPE.exec(line); m; m = ESCAPE.exec(line)) {
+    push(line.slice(last, m.index).replace(/\r/g, ''));
+    last = m.index + m[0].length;
+    if (m[2] === 'm') {
+      const params = (m[1] ?? '')
+        .split(/[;:]/)
+        .filter((x) => x !== '' && x !== '?')
+        .map((x) => Number(x));
+      style = applySgr(params, style);
+    }
+  }
+  push(line.slice(last).replace(/\r/g, ''));
+  return { segments, end: style };
+}
+
+/** Plain text without escape sequences: for search and download. */
+export function stripAnsi(line: string): string {
+  return line.includes('\x1b') ? line.replace(ESCAPE, '') : line;
+}
+
+export function styleToCss(style: AnsiStyle): string {
+  const parts: string[] = [];
+  if (style.fg) parts.push(`color:${style.fg}`);
+  if (style.bg) parts.push(`background:${style.bg}`);
+  if (style.bold) parts.push('font-weight:600');
+  if (style.dim) parts.push('opacity:.65');
+  if (style.italic) parts.push('font-style:italic');
+  if (style.underline) parts.push('text-decoration:underline');
+  return parts.join(';');
+}

@@ -1,0 +1,36 @@
+import type { LeaderboardEntry } from '@dryft/libs';
+
+export interface Movement {
+  /** Positive: moved up this many places. Negative: down. */
+  delta: number;
+  isNew: boolean;
+  scoreChanged: boolean;
+}
+
+/** One holder per row: a team by slug, a participant by login, else the display name. */
+export function holderKey(e: Pick<LeaderboardEntry, 'teamSlug' | 'userLogin' | 'name'>): string {
+  return e.teamSlug ? `team:${e.teamSlug}` : e.userLogin ? `user:${e.userLogin}` : `name:${e.name}`;
+}
+
+/** What changed between two versions of a board, per holder of the new one. */
+export function diffBoards(previous: readonly LeaderboardEntry[] | null, next: readonly LeaderboardEntry[]): Map<string, Movement> {
+  const out = new Map<string, Movement>();
+  if (!previous) return out;
+  const before = new Map(previous.map((e) => [holderKey(e), e]));
+  for (const e of next) {
+    const key = holderKey(e);
+    const old = before.get(key);
+    if (!old) out.set(key, { delta: 0, isNew: true, scoreChanged: true });
+    else if (old.rank !== e.rank || old.score !== e.score || old.runId !== e.runId) {
+      out.set(key, { delta: old.rank - e.rank, isNew: false, scoreChanged: old.score !== e.score });
+    }
+  }
+  return out;
+}
+
+export function movementLabel(m: Movement): string {
+  if (m.isNew) return 'new';
+  if (m.delta > 0) return `▲ ${m.delta}`;
+  if (m.delta < 0) return `▼ ${-m.delta}`;
+  return m.scoreChanged ? 'improved' : '';
+}
