@@ -9,13 +9,16 @@ import { HealthController } from './health/health.controller';
 import { TeamsModule } from './teams/teams.module';
 import { TokensModule } from './tokens/tokens.module';
 import { UsersModule } from './users/users.module';
+import { SubmissionsModule } from './submissions/submissions.module';
+import { RunsModule } from './runs/runs.module';
+import { LeaderboardsModule } from './leaderboards/leaderboards.module';
 
 @Module({})
 export class AppModule {
   static forRoot(deps: CoreDeps): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule],
+      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule],
       controllers: [HealthController],
       providers: [
         { provide: APP_PIPE, useClass: ZodValidationPipe },

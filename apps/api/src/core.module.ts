@@ -4,12 +4,14 @@ import { BenchmarkRegistry } from './benchmarks/benchmark-registry';
 import { Clock } from './common/clock';
 import { EventBus } from './common/event-bus';
 import { CONFIG, Config } from './config/config';
+import { ArtifactStore, DiskArtifactStore } from './submissions/artifact-store';
 
 export interface CoreDeps {
   config: Config;
   dataSource: DataSource;
   registry: BenchmarkRegistry;
   clock?: Clock;
+  artifacts?: ArtifactStore;
 }
 
 /** The side effects every domain shares, provided once so tests can pass their own. */
@@ -24,9 +26,10 @@ export class CoreModule {
         { provide: DataSource, useValue: deps.dataSource },
         { provide: BenchmarkRegistry, useValue: deps.registry },
         { provide: Clock, useValue: deps.clock ?? new Clock() },
+        { provide: ArtifactStore, useValue: deps.artifacts ?? new DiskArtifactStore(deps.config.artifactDir) },
         EventBus,
       ],
-      exports: [CONFIG, DataSource, BenchmarkRegistry, Clock, EventBus],
+      exports: [CONFIG, DataSource, BenchmarkRegistry, Clock, EventBus, ArtifactStore],
     };
   }
 }

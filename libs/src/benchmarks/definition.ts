@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DecodeChecks, DecodeLimits, DecodeWorkload, Recurrence } from '../harness/spec';
+import { DecodeChecks, DecodeLimits, DecodeWorkload, TrainingSpecTask } from '../harness/spec';
 
 /**
  * A benchmark definition file (`config/benchmarks/*.yaml`). Values here are the defaults an
@@ -51,14 +51,8 @@ export const DecodeBenchmarkDefinition = Common.extend({
 });
 export type DecodeBenchmarkDefinition = z.infer<typeof DecodeBenchmarkDefinition>;
 
-export const TrainingTask = z.object({
-  recurrence: Recurrence,
-  sequenceLength: z.number().int().positive(),
-  vocabSize: z.number().int().positive(),
-  trainSeed: z.number().int(),
-  evalSeed: z.number().int(),
-  evalExamples: z.number().int().positive(),
-});
+/** The task of a dataset or ranked tier: exactly what the harness spec carries. */
+export const TrainingTask = TrainingSpecTask;
 
 export const TrainingTier = z.object({
   id: z.string().regex(/^[a-z][a-z0-9-]*$/),

@@ -135,6 +135,8 @@ export const RunResultView = z.object({
   metrics: z.record(z.string(), z.number()),
   detail: z.string().nullable(),
   complete: z.boolean(),
+  /** Training runs: the loss curve and other progress metrics, in order. */
+  curve: z.array(HarnessMetricEvent.omit({ type: true })).optional(),
 });
 export type RunResultView = z.infer<typeof RunResultView>;
 

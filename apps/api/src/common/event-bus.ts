@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { CheckView, LogLine, MetricView, RunResultView, RunView, SampleView } from '@dryft/libs';
 
 /**
  * The typed in-process event bus: domains announce what happened and other domains react, without
@@ -10,6 +11,18 @@ export interface DomainEvents {
   'team.member_removed': { teamId: string; userId: string };
   'benchmark.settings_changed': { benchmarkId: string; runTimeLimitSeconds: number };
   'benchmark.rules_changed': { benchmarkId: string; previousVersion: number; rulesVersion: number; reason: string };
+  'run.queued': { runId: string; benchmarkId: string };
+  'run.cancel_requested': { runId: string; agentId: string | null; reason: string };
+  'run.deadline_changed': { runId: string; agentId: string | null; deadlineAt: number };
+  'run.status': { run: RunView };
+  'run.logs': { runId: string; lines: LogLine[] };
+  'run.sample': { runId: string; sample: SampleView };
+  'run.check': { runId: string; check: CheckView };
+  'run.metric': { runId: string; metric: MetricView };
+  'run.result': { runId: string; result: RunResultView };
+  /** A run reached a final state; its slot (if it had one) is free. */
+  'run.finished': { runId: string; agentId: string | null; slot: number | null };
+  'leaderboard.changed': { benchmarkId: string };
 }
 
 type Handler<K extends keyof DomainEvents> = (payload: DomainEvents[K]) => void | Promise<void>;

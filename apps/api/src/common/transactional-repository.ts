@@ -12,6 +12,11 @@ export abstract class TransactionalRepository {
     this.manager = dataSource.manager;
   }
 
+  /** The entity manager in use (the transaction's inside `transaction()`), for writes that must join it. */
+  currentManager(): EntityManager {
+    return this.manager;
+  }
+
   transaction<T>(work: (tx: this) => Promise<T>): Promise<T> {
     return this.dataSource.transaction((manager) => {
       const bound = Object.create(Object.getPrototypeOf(this)) as this;

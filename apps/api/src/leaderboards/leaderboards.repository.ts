@@ -1,0 +1,72 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+export interface BestRow {
+  holder: string;
+  run_id: string;
+  team_id: string;
+  created_by: string;
+  score: number;
+  finished_at: Date;
+}
+
+export interface RaiseRow {
+  benchmark_id: string;
+  run_id: string;
+  score: number;
+  finished_at: Date;
+  rules_version: number;
+}
+
+/**
+ * The eligible official results of a benchmark under one rules version. A result is eligible when
+ * the run is official, succeeded, has a score, was not invalidated, and (for tiered benchmarks)
+ * ran on a ranked tier.
+ */
+const ELIGIBLE = `benchmark_id = $1 AND rules_version = $2 AND mode = 'official' AND status = 'succeeded'
+  AND NOT invalidated AND score IS NOT NULL AND (cardinality($3::text[]) = 0 OR tier = ANY($3::text[]))`;
+
+@Injectable()
+export class LeaderboardsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Each holder's best: highest score, then the earliest to reach it (ties go to who got there first). */
+  best(benchmarkId: string, rulesVersion: number, rankedTiers: string[], holderColumn: 'team_id' | 'created_by'): Promise<BestRow[]> {
+    return this.dataSource.query(
+      `SELECT * FROM (
+         SELECT DISTINCT ON (${holderColumn}) ${holderColumn}::text AS holder, id AS run_id, team_id, created_by, score, finished_at
+           FROM runs WHERE ${ELIGIBLE}
+          ORDER BY ${holderColumn}, score DESC, finished_at ASC, id ASC
+       ) b ORDER BY score DESC, finished_at ASC, run_id ASC`,
+      [benchmarkId, rulesVersion, rankedTiers],
+    );
+  }
+
+  /** Every result that raised the team's best, oldest first (the team page's chart). */
+  raisesForTeam(teamId: string, benchmarks: { id: string; rulesVersion: number; rankedTiers: string[] }[]): Promise<RaiseRow[]> {
+    if (benchmarks.length === 0) return Promise.resolve([]);
+    const ids = benchmarks.map((b) => b.id);
+    return this.dataSource
+      .query(
+        `SELECT benchmark_id, id AS run_id, score, finished_at, rules_version, tier FROM runs
+          WHERE team_id = $1 AND benchmark_id = ANY($2) AND mode = 'official' AND status = 'succeeded'
+            AND NOT invalidated AND score IS NOT NULL
+          ORDER BY finished_at ASC, id ASC`,
+        [teamId, ids],
+      )
+      .then((rows: (RaiseRow & { tier: string | null })[]) => {
+        const out: RaiseRow[] = [];
+        const best = new Map<string, number>();
+        for (const r of rows) {
+          const b = benchmarks.find((x) => x.id === r.benchmark_id)!;
+          if (r.rules_version !== b.rulesVersion) continue;
+          if (b.rankedTiers.length && !b.rankedTiers.includes(r.tier ?? '')) continue;
+          if (r.score > (best.get(r.benchmark_id) ?? -Infinity)) {
+            best.set(r.benchmark_id, r.score);
+            out.push(r);
+          }
+        }
+        return out;
+      });
+  }
+}

@@ -1,0 +1,112 @@
+import { Injectable } from '@nestjs/common';
+import type { LeaderboardEntry, LeaderboardView, RankView, TeamPageView } from '@dryft/libs';
+import { BenchmarksService, EffectiveBenchmark } from '../benchmarks/benchmarks.service';
+import { Clock } from '../common/clock';
+import { notFound } from '../common/errors';
+import type { RunEntity } from '../runs/run.entity';
+import { TeamsService } from '../teams/teams.service';
+import { UsersService } from '../users/users.service';
+import { BestRow, LeaderboardsRepository } from './leaderboards.repository';
+
+function rankedTiers(b: EffectiveBenchmark): string[] {
+  return b.kind === 'training' ? b.tiers.filter((t) => t.ranked).map((t) => t.id) : [];
+}
+
+/**
+ * Leaderboards are computed from the runs themselves (one source of truth): each team's (or
+ * participant's) best eligible official score under the current rules version. A slower run never
+ * replaces a best; ties go to whoever got there first.
+ */
+@Injectable()
+export class LeaderboardsService {
+  constructor(
+    private readonly boards: LeaderboardsRepository,
+    private readonly benchmarks: BenchmarksService,
+    private readonly teams: TeamsService,
+    private readonly users: UsersService,
+    private readonly clock: Clock,
+  ) {}
+
+  private async bestRows(b: EffectiveBenchmark): Promise<BestRow[]> {
+    return this.boards.best(b.id, b.rulesVersion, rankedTiers(b), b.ranks === 'users' ? 'created_by' : 'team_id');
+  }
+
+  async get(benchmarkId: string): Promise<LeaderboardView> {
+    const b = await this.benchmarks.get(benchmarkId);
+    const rows = await this.bestRows(b);
+    const entries: LeaderboardEntry[] = [];
+    const teams = new Map((await Promise.all([...new Set(rows.map((r) => r.team_id))].map((id) => this.teams.findById(id)))).filter(Boolean).map((t) => [t!.id, t!]));
+    const users = new Map((await this.users.findByIds([...new Set(rows.map((r) => r.created_by))])).map((u) => [u.id, u]));
+    rows.forEach((r, i) => {
+      const team = teams.get(r.team_id);
+      const user = users.get(r.created_by);
+      entries.push({
+        rank: i + 1,
+        name: b.ranks === 'users' ? (user?.login ?? 'unknown') : (team?.name ?? 'unknown'),
+        teamSlug: b.ranks === 'teams' ? (team?.slug ?? null) : null,
+        userLogin: b.ranks === 'users' ? (user?.login ?? null) : null,
+        score: Number(r.score),
+        runId: r.run_id,
+        achievedAt: new Date(r.finished_at).toISOString(),
+      });
+    });
+    return { benchmarkId: b.id, rulesVersion: b.rulesVersion, ranks: b.ranks, entries, updatedAt: this.clock.now().toISOString() };
+  }
+
+  /** Where a run stands: its place if it ranks, or why it does not. */
+  async rank(run: RunEntity): Promise<RankView> {
+    const b = await this.benchmarks.get(run.benchmarkId);
+    const rows = await this.bestRows(b);
+    const base = { runId: run.id, benchmarkId: run.benchmarkId, mode: run.mode, status: run.status, score: run.score, entries: rows.length };
+    const reason = this.ineligibility(run, b);
+    if (reason) return { ...base, rank: null, isBest: false, eligible: false, reason };
+    const holder = b.ranks === 'users' ? run.createdBy : run.teamId;
+    const others = rows.filter((r) => r.holder !== holder);
+    const mine = rows.find((r) => r.holder === holder);
+    const isBest = mine?.run_id === run.id;
+    const finished = run.finishedAt!.getTime();
+    const ahead = others.filter((r) => r.score > run.score! || (r.score === run.score && new Date(r.finished_at).getTime() <= finished)).length;
+    const rank = ahead + 1;
+    const why = isBest
+      ? `This run holds your place: #${rank} of ${rows.length}.`
+      : `A better or earlier run of yours holds your place (#${rows.findIndex((r) => r.holder === holder) + 1}); this one would place #${rank}.`;
+    return { ...base, rank, isBest, eligible: true, reason: why };
+  }
+
+  private ineligibility(run: RunEntity, b: EffectiveBenchmark): string | null {
+    if (run.mode !== 'official') return 'Public runs give feedback, not a leaderboard score. Start an official run to rank.';
+    if (run.status !== 'succeeded') return run.status === 'failed' ? `The run failed (${run.failureCode}); only runs that pass every check rank.` : `The run is ${run.status}; it ranks once it succeeds.`;
+    if (run.invalidated) return `Invalidated: ${run.invalidatedReason ?? 'the rules changed'}. Run again under the current rules.`;
+    if (run.rulesVersion !== b.rulesVersion) return `The run used rules version ${run.rulesVersion}; the board uses version ${b.rulesVersion}.`;
+    const tiers = rankedTiers(b);
+    if (tiers.length && !tiers.includes(run.tier ?? '')) return `Only ${tiers.join(', ')} runs rank on ${b.title}.`;
+    if (run.score === null) return 'The run has no score.';
+    return null;
+  }
+
+  /** A team's page is public while the team holds a place on a board; its runs and code stay private. */
+  async teamPage(slug: string): Promise<TeamPageView> {
+    const team = await this.teams.findBySlug(slug);
+    const missing = () => notFound('team_page_not_found', `No public page for "${slug}": a team's page is visible while it holds a place on a leaderboard.`);
+    if (!team) throw missing();
+    const benchmarks = (await this.benchmarks.list()).filter((b) => b.ranks === 'teams');
+    const places: TeamPageView['places'] = [];
+    for (const b of benchmarks) {
+      const rows = await this.bestRows(b);
+      const i = rows.findIndex((r) => r.holder === team.id);
+      if (i >= 0) places.push({ benchmarkId: b.id, rank: i + 1, score: Number(rows[i].score) });
+    }
+    if (places.length === 0) throw missing();
+    const raises = await this.boards.raisesForTeam(
+      team.id,
+      benchmarks.map((b) => ({ id: b.id, rulesVersion: b.rulesVersion, rankedTiers: rankedTiers(b) })),
+    );
+    const members = await this.teams.memberViews(team.id);
+    return {
+      team: { name: team.name, slug: team.slug, createdAt: team.createdAt.toISOString() },
+      members: members.map((m) => ({ login: m.login, name: m.name, avatarUrl: m.avatarUrl })),
+      history: raises.map((r) => ({ benchmarkId: r.benchmark_id, score: Number(r.score), runId: r.run_id, achievedAt: new Date(r.finished_at).toISOString(), rulesVersion: r.rules_version })),
+      places,
+    };
+  }
+}

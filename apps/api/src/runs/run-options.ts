@@ -1,0 +1,99 @@
+import type { HarnessSpec, RunMode } from '@dryft/libs';
+import type { EffectiveBenchmark } from '../benchmarks/benchmarks.service';
+import { badRequest } from '../common/errors';
+
+export interface RunChoice {
+  mode: RunMode;
+  tier: string | null;
+  dataset: string | null;
+  /** Daily-limit bucket: the tier for tiered benchmarks, else the mode. */
+  quotaBucket: string;
+  dailyLimit: number | null;
+  spec: HarnessSpec;
+}
+
+/**
+ * Checks mode, tier and dataset against the benchmark and derives the harness spec. Each refusal
+ * says what the benchmark accepts. Hidden workloads and seeds go into the spec (which only the
+ * agent's trusted harness reads), never into anything a participant receives.
+ */
+export function chooseRun(b: EffectiveBenchmark, input: { mode: RunMode; tier?: string; dataset?: string; confirm?: boolean }): RunChoice {
+  if (input.mode === 'official' && input.confirm !== true) {
+    throw badRequest('confirmation_required', 'Official runs count toward the leaderboard: send "confirm": true to start one.');
+  }
+  if (b.kind === 'decode') {
+    if (input.tier || input.dataset) {
+      throw badRequest('no_tiers', `${b.id} has no tiers or datasets; send only "mode" (public or official).`);
+    }
+    const official = input.mode === 'official';
+    return {
+      mode: input.mode,
+      tier: null,
+      dataset: null,
+      quotaBucket: input.mode,
+      dailyLimit: b.dailyLimits[input.mode] ?? null,
+      spec: {
+        kind: 'decode',
+        benchmark: b.id,
+        mode: input.mode,
+        rulesVersion: b.rulesVersion,
+        model: { family: b.model.family, path: b.model.path },
+        baselineEngine: b.baselineEngine,
+        workloads: official ? b.workloads.hidden : b.workloads.public,
+        samplesPerWorkload: official ? b.samples.official : b.samples.public,
+        warmupSamples: b.samples.warmup,
+        limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
+        checks: b.checks,
+        baseline: null,
+      },
+    };
+  }
+  const tierIds = b.tiers.map((t) => t.id).join(', ');
+  if (!input.tier) throw badRequest('tier_required', `${b.id} needs a tier: one of ${tierIds}.`);
+  const tier = b.tiers.find((t) => t.id === input.tier);
+  if (!tier) throw badRequest('unknown_tier', `Unknown tier "${input.tier}"; ${b.id} has ${tierIds}.`);
+  let task;
+  if (tier.ranked) {
+    if (input.dataset) throw badRequest('dataset_not_allowed', `The ${tier.title} tier uses its hidden evaluation; send no dataset.`);
+    if (input.mode !== 'official') throw badRequest('ranked_tier_is_official', `The ${tier.title} tier is ranked: start it with mode "official".`);
+    task = tier.hiddenTask!;
+  } else {
+    const datasets = b.datasets.filter((d) => d.tiers.includes(tier.id));
+    const names = datasets.map((d) => d.id).join(', ');
+    if (!input.dataset) throw badRequest('dataset_required', `The ${tier.title} tier needs a practice dataset: one of ${names}.`);
+    const dataset = datasets.find((d) => d.id === input.dataset);
+    if (!dataset) throw badRequest('unknown_dataset', `Unknown dataset "${input.dataset}" for ${tier.title}; choose one of ${names}.`);
+    if (input.mode !== 'public') throw badRequest('practice_tier_is_public', `The ${tier.title} tier is practice: start it with mode "public"; only ranked tiers are official.`);
+    task = dataset.task;
+  }
+  return {
+    mode: input.mode,
+    tier: tier.id,
+    dataset: input.dataset ?? null,
+    quotaBucket: tier.id,
+    dailyLimit: tier.dailyLimit,
+    spec: {
+      kind: 'training',
+      benchmark: b.id,
+      mode: input.mode,
+      rulesVersion: b.rulesVersion,
+      tier: tier.id,
+      dataset: input.dataset ?? null,
+      trainingSeconds: tier.trainingSeconds,
+      evalSeconds: tier.evalSeconds,
+      timeScale: 1,
+      maxModelStateElements: b.maxModelStateElements,
+      gradClipNorm: 1,
+      device: b.hardware.accelerator === 'gpu' ? 'cuda' : 'cpu',
+      task,
+    },
+  };
+}
+
+/** The UTC day a run counts on, and when that day ends. */
+export function utcDay(now: Date): { day: string; resetsAt: Date } {
+  const day = now.toISOString().slice(0, 10);
+  const resetsAt = new Date(`${day}T00:00:00.000Z`);
+  resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
+  return { day, resetsAt };
+}

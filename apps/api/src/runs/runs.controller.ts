@@ -1,0 +1,94 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import type { LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
+import { AdminGuard } from '../common/admin.guard';
+import { parseLimit } from '../common/cursor';
+import { badRequest } from '../common/errors';
+import { CurrentPrincipal, Principal } from '../common/principal';
+import { UuidParam } from '../common/uuid.pipe';
+import { LeaderboardsService } from '../leaderboards/leaderboards.service';
+import { CancelRunDto, CreateRunDto } from './dto';
+import { RunsRepository } from './runs.repository';
+import { RunsService } from './runs.service';
+
+@Controller()
+export class RunsController {
+  constructor(
+    private readonly runs: RunsService,
+    private readonly leaderboards: LeaderboardsService,
+    private readonly repository: RunsRepository,
+  ) {}
+
+  /** Starts a run; send an Idempotency-Key and reuse it when retrying an uncertain request. */
+  @Post('api/submissions/:id/runs')
+  async create(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('submission')) id: string,
+    @Body() body: CreateRunDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const out = await this.runs.create(principal, { submissionId: id, body, idempotencyKey: key });
+    res.status(out.status);
+    if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    return out.body;
+  }
+
+  @Get('api/runs')
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query('benchmark') benchmark?: string,
+    @Query('status') status?: string,
+    @Query('submission') submission?: string,
+    @Query('cursor') cursor?: string,
+    @Query('limit') limit?: string,
+  ) {
+    return this.runs.list(principal, { benchmarkId: benchmark, status, submissionId: submission, cursor, limit: parseLimit(limit) });
+  }
+
+  @Get('api/runs/:id')
+  get(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string): Promise<RunView> {
+    return this.runs.get(principal, id);
+  }
+
+  /** Pages of log lines: pass `nextAfter` as the next `after` until `complete`. */
+  @Get('api/runs/:id/logs')
+  logs(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('run')) id: string,
+    @Query('after') after?: string,
+    @Query('limit') limit?: string,
+  ): Promise<LogsPage> {
+    const from = after === undefined ? 0 : Number(after);
+    if (!Number.isInteger(from) || from < 0) throw badRequest('invalid_after', '`after` must be a non-negative integer: the nextAfter of the previous page, or 0.');
+    return this.runs.logs(principal, id, from, parseLimit(limit, 1000, 5000));
+  }
+
+  @Get('api/runs/:id/result')
+  result(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string): Promise<RunResultView> {
+    return this.runs.result(principal, id);
+  }
+
+  @Get('api/runs/:id/rank')
+  async rank(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string): Promise<RankView> {
+    return this.leaderboards.rank(await this.runs.getAuthorized(principal, id));
+  }
+
+  @Post('api/runs/:id/cancel')
+  @HttpCode(200)
+  cancel(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string, @Body() body: CancelRunDto) {
+    return this.runs.cancel(principal, id, body);
+  }
+
+  @Get('api/quota')
+  quota(@CurrentPrincipal() principal: Principal, @Query('benchmark') benchmark?: string): Promise<QuotaView[]> {
+    return this.runs.quota(principal, benchmark);
+  }
+
+  /** Organizers: forget cached baselines so the next run measures the baseline again. */
+  @UseGuards(AdminGuard)
+  @Delete('api/admin/benchmarks/:id/baselines')
+  async remeasure(@Param('id') id: string, @Query('hardware') hardware?: string) {
+    return { deleted: await this.repository.deleteBaselines(id, hardware) };
+  }
+}

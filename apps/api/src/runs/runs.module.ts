@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { BenchmarksModule } from '../benchmarks/benchmarks.module';
+import { LeaderboardsModule } from '../leaderboards/leaderboards.module';
+import { SubmissionsModule } from '../submissions/submissions.module';
+import { TeamsModule } from '../teams/teams.module';
+import { UsersModule } from '../users/users.module';
+import { IdempotencyRepository } from './idempotency.repository';
+import { RunLifecycleService } from './run-lifecycle.service';
+import { RunsController } from './runs.controller';
+import { RunsRepository } from './runs.repository';
+import { RunsService } from './runs.service';
+
+@Module({
+  imports: [BenchmarksModule, SubmissionsModule, TeamsModule, UsersModule, LeaderboardsModule],
+  controllers: [RunsController],
+  providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository],
+  exports: [RunsService, RunLifecycleService, RunsRepository],
+})
+export class RunsModule {}

@@ -1,0 +1,166 @@
+import { Injectable } from '@nestjs/common';
+import type { BaselineFigures, HarnessCheckEvent, HarnessMetricEvent, HarnessSampleEvent, LogLine, RunStatus } from '@dryft/libs';
+import { DataSource, In } from 'typeorm';
+import { TransactionalRepository } from '../common/transactional-repository';
+import { BaselineEntity } from './baseline.entity';
+import { RunCheckEntity } from './run-check.entity';
+import { RunMetricEntity } from './run-metric.entity';
+import { RunSampleEntity } from './run-sample.entity';
+import { RunEntity } from './run.entity';
+
+export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
+
+/** TypeORM answers UPDATE … RETURNING with [rows, count]. */
+function returned<T>(raw: unknown): T[] {
+  const arr = raw as unknown[];
+  return (Array.isArray(arr[0]) ? arr[0] : arr) as T[];
+}
+
+@Injectable()
+export class RunsRepository extends TransactionalRepository {
+  constructor(dataSource: DataSource) {
+    super(dataSource);
+  }
+
+  insert(row: Partial<RunEntity>): Promise<RunEntity> {
+    return this.manager.save(this.manager.create(RunEntity, row));
+  }
+
+  findById(id: string): Promise<RunEntity | null> {
+    return this.manager.findOneBy(RunEntity, { id });
+  }
+
+  /** Locks the run row for the rest of the transaction: batches and the verdict of one run are serialized. */
+  lock(id: string): Promise<RunEntity | null> {
+    return this.manager.createQueryBuilder(RunEntity, 'r').setLock('pessimistic_write').where('r.id = :id', { id }).getOne();
+  }
+
+  save(run: RunEntity): Promise<RunEntity> {
+    return this.manager.save(run);
+  }
+
+  /** Serializes quota decisions for one holder, bucket and day (concurrent requests cannot both take the last run). */
+  async lockQuota(holder: string, bucket: string, day: string): Promise<void> {
+    await this.manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`quota:${holder}:${bucket}:${day}`]);
+  }
+
+  async countQuota(benchmarkId: string, holder: string, bucket: string, day: string): Promise<number> {
+    const [{ n }] = await this.manager.query(
+      `SELECT count(*)::int AS n FROM runs WHERE benchmark_id = $1 AND quota_holder = $2 AND quota_bucket = $3 AND quota_day = $4 AND NOT quota_refunded`,
+      [benchmarkId, holder, bucket, day],
+    );
+    return n;
+  }
+
+  /** 1-based place in the queue of the run's benchmark (null unless queued). */
+  async queuePosition(run: RunEntity): Promise<number | null> {
+    if (run.status !== 'queued') return null;
+    const [{ n }] = await this.manager.query(
+      `SELECT count(*)::int AS n FROM runs WHERE status = 'queued' AND benchmark_id = $1 AND (created_at, id) < ($2, $3)`,
+      [run.benchmarkId, run.createdAt, run.id],
+    );
+    return n + 1;
+  }
+
+  async listForTeam(teamId: string, opts: { benchmarkId?: string; status?: string; submissionId?: string; before?: { createdAt: Date; id: string }; limit: number }) {
+    const qb = this.manager.createQueryBuilder(RunEntity, 'r').where('r.team_id = :teamId', { teamId });
+    if (opts.benchmarkId) qb.andWhere('r.benchmark_id = :b', { b: opts.benchmarkId });
+    if (opts.status) qb.andWhere('r.status = :s', { s: opts.status });
+    if (opts.submissionId) qb.andWhere('r.submission_id = :sid', { sid: opts.submissionId });
+    if (opts.before) qb.andWhere('(r.created_at, r.id) < (:c, :i)', { c: opts.before.createdAt, i: opts.before.id });
+    return qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(opts.limit).getMany();
+  }
+
+  /** Conditional transition: only rows currently in one of `from` change; returns the changed rows. */
+  async transition(id: string, from: RunStatus[], set: Record<string, unknown>): Promise<RunEntity | null> {
+    const cols = Object.keys(set);
+    const assignments = cols.map((c, i) => `${c} = $${i + 3}`).join(', ');
+    const raw = await this.manager.query(`UPDATE runs SET ${assignments} WHERE id = $1 AND status = ANY($2) RETURNING id`, [id, from, ...cols.map((c) => set[c])]);
+    const rows = returned<{ id: string }>(raw);
+    return rows.length ? this.findById(id) : null;
+  }
+
+  async activeRuns(): Promise<RunEntity[]> {
+    return this.manager.find(RunEntity, { where: ACTIVE_STATUSES.map((status) => ({ status })) });
+  }
+
+  async setLimitForUnfinished(benchmarkId: string, seconds: number): Promise<RunEntity[]> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET run_time_limit_seconds = $2,
+              deadline_at = CASE WHEN assigned_at IS NULL THEN NULL ELSE assigned_at + make_interval(secs => $2) END
+        WHERE benchmark_id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
+      [benchmarkId, seconds],
+    );
+    const ids = returned<{ id: string }>(raw).map((r) => r.id);
+    return ids.length ? this.manager.findBy(RunEntity, { id: In(ids) }) : [];
+  }
+
+  async invalidateBefore(benchmarkId: string, rulesVersion: number, reason: string): Promise<number> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET invalidated = true, invalidated_reason = $3 WHERE benchmark_id = $1 AND rules_version < $2 AND NOT invalidated RETURNING id`,
+      [benchmarkId, rulesVersion, reason],
+    );
+    return returned(raw).length;
+  }
+
+  /** One multi-row insert per batch; a line already stored (same run and seq) is skipped. */
+  async insertLogs(runId: string, lines: LogLine[]): Promise<void> {
+    if (lines.length === 0) return;
+    await this.manager.query(
+      `INSERT INTO run_logs (run_id, seq, ts, stream, text)
+       SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[])
+       ON CONFLICT DO NOTHING`,
+      [runId, lines.map((l) => l.seq), lines.map((l) => Math.round(l.ts)), lines.map((l) => l.stream), lines.map((l) => l.text.replace(/\u0000/g, ''))],
+    );
+  }
+
+  async getLogs(runId: string, after: number, limit: number): Promise<LogLine[]> {
+    const rows: { seq: number; ts: string; stream: LogLine['stream']; text: string }[] = await this.manager.query(
+      'SELECT seq, ts, stream, text FROM run_logs WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [runId, after, limit],
+    );
+    return rows.map((r) => ({ seq: r.seq, ts: Number(r.ts), stream: r.stream, text: r.text }));
+  }
+
+  async upsertSample(runId: string, s: HarnessSampleEvent): Promise<void> {
+    await this.manager.upsert(
+      RunSampleEntity,
+      { runId, workload: s.workload, warmup: s.warmup, index: s.index, ttftMs: s.ttftMs, tpotMs: s.tpotMs, tps: s.tps, totalMs: s.totalMs, tokens: s.tokens, metrics: s.metrics ?? null },
+      ['runId', 'workload', 'warmup', 'index'],
+    );
+  }
+
+  async upsertCheck(runId: string, c: HarnessCheckEvent): Promise<void> {
+    await this.manager.upsert(RunCheckEntity, { runId, name: c.name, passed: c.passed, detail: c.detail }, ['runId', 'name']);
+  }
+
+  async upsertMetric(runId: string, m: HarnessMetricEvent): Promise<void> {
+    await this.manager.upsert(RunMetricEntity, { runId, name: m.name, step: m.step, value: m.value, elapsedMs: m.elapsedMs }, ['runId', 'name', 'step']);
+  }
+
+  async upsertBaseline(benchmarkId: string, rulesVersion: number, figures: BaselineFigures): Promise<void> {
+    await this.manager.upsert(BaselineEntity, { benchmarkId, hardware: figures.hardware, rulesVersion, figures }, ['benchmarkId', 'hardware', 'rulesVersion']);
+  }
+
+  findBaseline(benchmarkId: string, hardware: string, rulesVersion: number): Promise<BaselineEntity | null> {
+    return this.manager.findOneBy(BaselineEntity, { benchmarkId, hardware, rulesVersion });
+  }
+
+  async deleteBaselines(benchmarkId: string, hardware?: string): Promise<number> {
+    const res = await this.manager.delete(BaselineEntity, hardware ? { benchmarkId, hardware } : { benchmarkId });
+    return res.affected ?? 0;
+  }
+
+  samples(runId: string): Promise<RunSampleEntity[]> {
+    return this.manager.find(RunSampleEntity, { where: { runId }, order: { workload: 'ASC', warmup: 'DESC', index: 'ASC' } });
+  }
+
+  checks(runId: string): Promise<RunCheckEntity[]> {
+    return this.manager.find(RunCheckEntity, { where: { runId }, order: { name: 'ASC' } });
+  }
+
+  metrics(runId: string): Promise<RunMetricEntity[]> {
+    return this.manager.find(RunMetricEntity, { where: { runId }, order: { name: 'ASC', step: 'ASC' } });
+  }
+
+}
