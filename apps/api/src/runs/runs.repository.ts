@@ -86,8 +86,8 @@ export class RunsRepository extends TransactionalRepository {
 
   async setLimitForUnfinished(benchmarkId: string, seconds: number): Promise<RunEntity[]> {
     const raw = await this.manager.query(
-      `UPDATE runs SET run_time_limit_seconds = $2,
-              deadline_at = CASE WHEN assigned_at IS NULL THEN NULL ELSE assigned_at + make_interval(secs => $2) END
+      `UPDATE runs SET run_time_limit_seconds = $2::int,
+              deadline_at = CASE WHEN assigned_at IS NULL THEN NULL ELSE assigned_at + make_interval(secs => $2::int) END
         WHERE benchmark_id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
       [benchmarkId, seconds],
     );
