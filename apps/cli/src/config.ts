@@ -62,7 +62,8 @@ export async function isTooOpen(file: string): Promise<boolean> {
   }
 }
 
-export const DEFAULT_API_URL = 'http://localhost:3000';
+/** scripts/bundle-cli.mjs can bake the event's hub into the published bundle (DRYFT_BUNDLE_API_URL). */
+export const DEFAULT_API_URL = process.env.DRYFT_BUNDLED_API_URL || 'http://localhost:3000';
 
 export interface Settings {
   apiUrl: string;
@@ -82,7 +83,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv, flags: { apiUrl?: str
   const configFile = configPath(env);
   const config = await readConfig(configFile);
   let apiUrl = DEFAULT_API_URL;
-  let apiUrlSource = 'the default';
+  let apiUrlSource = 'the built-in default';
   if (flags.apiUrl) {
     apiUrl = flags.apiUrl;
     apiUrlSource = '--api-url';
