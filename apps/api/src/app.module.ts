@@ -12,13 +12,15 @@ import { UsersModule } from './users/users.module';
 import { SubmissionsModule } from './submissions/submissions.module';
 import { RunsModule } from './runs/runs.module';
 import { LeaderboardsModule } from './leaderboards/leaderboards.module';
+import { AgentsModule } from './agents/agents.module';
+import { LiveModule } from './live/live.module';
 
 @Module({})
 export class AppModule {
   static forRoot(deps: CoreDeps): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule],
+      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule, AgentsModule, LiveModule],
       controllers: [HealthController],
       providers: [
         { provide: APP_PIPE, useClass: ZodValidationPipe },

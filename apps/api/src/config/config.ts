@@ -41,6 +41,10 @@ export const EnvSchema = z.object({
   GITHUB_WEBHOOK_SECRET: z.string().optional(),
   /** Writes a token for the local agent that `npm start` launches (development only). */
   LOCAL_AGENT_TOKEN_FILE: z.string().optional(),
+  /** Redis stream (and pub/sub prefix) the socket.io replicas of one hub share; one per hub on a shared Redis. */
+  REDIS_STREAM: z.string().min(1).default('dryft-socket.io'),
+  /** Seconds after the whole-run deadline before the server fails a run no agent reported on. */
+  DEADLINE_GRACE_SECONDS: z.coerce.number().nonnegative().default(5),
   /** Seconds an agent may go without a heartbeat before its runs fail as infra_error. */
   AGENT_LEASE_SECONDS: z.coerce.number().positive().default(30),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug']).default('log'),

@@ -1,0 +1,233 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { AgentToServer } from '@dryft/libs';
+import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, RunFinishedAck } from '@dryft/libs';
+import type { Namespace, Socket } from 'socket.io';
+import type { z } from 'zod';
+import { AppError } from '../common/errors';
+import { Clock } from '../common/clock';
+import { EventBus } from '../common/event-bus';
+import { CONFIG, Config } from '../config/config';
+import { SocketServer } from '../live/socket-server';
+import { RunLifecycleService } from '../runs/run-lifecycle.service';
+import { AgentConnections } from './agent-connections';
+import { AgentsRepository } from './agents.repository';
+import { AgentsService } from './agents.service';
+import { Dispatcher } from './dispatcher.service';
+
+type AgentEvent = keyof typeof AgentToServer;
+type Payload<E extends AgentEvent> = z.infer<(typeof AgentToServer)[E]>;
+type Ack = (response: unknown) => void;
+
+export const agentRoom = (agentId: string) => `agent:${agentId}`;
+
+/**
+ * The `/agents` namespace. Every connection authenticates with its agent token in the handshake
+ * (also on every reconnect); every event is parsed with its zod schema before anything is done, and
+ * a malformed or unknown event is answered with an error and logged, never thrown.
+ */
+@Injectable()
+export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('AgentsGateway');
+  /** One chain per run: a run's batches and verdict are applied in the order they arrived. */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private nsp!: Namespace;
+
+  constructor(
+    private readonly sockets: SocketServer,
+    private readonly agents: AgentsService,
+    private readonly repo: AgentsRepository,
+    private readonly connections: AgentConnections,
+    private readonly lifecycle: RunLifecycleService,
+    private readonly dispatcher: Dispatcher,
+    private readonly clock: Clock,
+    private readonly bus: EventBus,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  get heartbeatSeconds(): number {
+    return Math.max(0.2, this.config.AGENT_LEASE_SECONDS / 3);
+  }
+
+  onApplicationBootstrap(): void {
+    this.nsp = this.sockets.io.of('/agents');
+    this.nsp.use((socket, next) => {
+      this.agents
+        .authenticate((socket.handshake.auth as { token?: unknown } | undefined)?.token)
+        .then((agent) => {
+          socket.data.agentId = agent.id;
+          socket.data.agentName = agent.name;
+          next();
+        })
+        .catch((err: unknown) => {
+          const e = err instanceof AppError ? err : null;
+          if (!e) this.logger.error(`agent handshake failed: ${(err as Error).stack ?? err}`);
+          const refusal = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
+          refusal.data = { code: e?.code ?? 'internal_error' };
+          next(refusal);
+        });
+    });
+    this.nsp.on('connection', (socket) => this.onConnection(socket));
+    this.unsubscribe.push(
+      this.bus.on('run.cancel_requested', ({ runId, agentId, reason }) => {
+        if (agentId) this.nsp.to(agentRoom(agentId)).emit('run.cancel', { runId, reason });
+      }),
+      this.bus.on('run.deadline_changed', ({ runId, agentId, deadlineAt }) => {
+        if (agentId) this.nsp.to(agentRoom(agentId)).emit('run.deadline', { runId, deadlineAt });
+      }),
+    );
+  }
+
+  onModuleDestroy(): void {
+    for (const u of this.unsubscribe) u();
+  }
+
+  /** Organizer drained or resumed an agent: tell it (any replica) and dispatch if it resumed. */
+  drain(agentId: string, draining: boolean): void {
+    this.nsp.to(agentRoom(agentId)).emit('agent.drain', { draining });
+    const local = this.connections.get(agentId);
+    if (local) local.draining = draining;
+    if (!draining) this.dispatcher.kick({ everywhere: true });
+  }
+
+  /** Revoked: disconnected at once on every replica; what it ran can never report again, so it fails now. */
+  async revoke(agentId: string, runIds: string[]): Promise<void> {
+    this.nsp.in(agentRoom(agentId)).disconnectSockets(true);
+    for (const runId of runIds) {
+      await this.lifecycle.failInfra(runId, agentId, 'The GPU agent running this was revoked by an organizer. This is not your engine\'s fault; retry once.');
+    }
+  }
+
+  private onConnection(socket: Socket): void {
+    const agentId = socket.data.agentId as string;
+    const name = socket.data.agentName as string;
+    void socket.join(agentRoom(agentId));
+    // One live connection per agent: a newer one (a reconnect that beat the old socket's timeout) wins.
+    this.nsp.in(agentRoom(agentId)).except(socket.id).disconnectSockets(true);
+    this.logger.log(`agent ${name} connected (${socket.id})`);
+
+    this.on(socket, 'agent.ready', (p) => this.ready(socket, p));
+    this.on(socket, 'agent.heartbeat', (p) => this.heartbeat(agentId, p));
+    this.on(socket, 'run.started', async (p) => {
+      await this.lifecycle.markStarted(p.runId, agentId);
+      return { ok: true };
+    });
+    this.on(socket, 'run.batch', (p) => this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>);
+    this.on(socket, 'run.finished', async (p) => {
+      const ack = (await this.serial(p.runId, () => this.lifecycle.finish(p.runId, agentId, p))) as RunFinishedAck;
+      return ack;
+    });
+    this.on(socket, 'run.handback', async (p) => {
+      const requeued = await this.repo.requeue(p.runId, agentId);
+      if (requeued) {
+        this.logger.log(`agent ${name} handed back run ${p.runId}: ${p.reason}`);
+        this.dispatcher.kick({ everywhere: true });
+        return { ok: true };
+      }
+      return { ok: false, error: 'The run has started (or is no longer yours); finish it instead.' };
+    });
+    socket.onAny((event: string, ...args: unknown[]) => {
+      if (event in AgentToServer) return;
+      this.logger.warn(`agent ${name} sent unknown event "${event}"; ignored`);
+      const ack = args[args.length - 1];
+      if (typeof ack === 'function') (ack as Ack)({ ok: false, error: `unknown event "${event}"` });
+    });
+    socket.on('disconnect', (reason) => {
+      this.logger.log(`agent ${name} disconnected (${reason})`);
+      if (this.connections.remove(agentId, socket.id)) void this.agents.markDisconnected(agentId).catch(() => undefined);
+    });
+  }
+
+  /** Parses the payload with the protocol's schema, runs the handler, and always answers the ack. */
+  private on<E extends AgentEvent>(socket: Socket, event: E, handler: (payload: Payload<E>) => Promise<unknown>): void {
+    const schema = AgentToServer[event];
+    socket.on(event as string, (raw: unknown, ack?: unknown) => {
+      const reply: Ack = typeof ack === 'function' ? (ack as Ack) : () => undefined;
+      const parsed = schema.safeParse(raw);
+      if (!parsed.success) {
+        const error = parsed.error.issues
+          .slice(0, 5)
+          .map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`)
+          .join('; ');
+        this.logger.warn(`agent ${socket.data.agentName as string}: malformed ${event}: ${error}`);
+        reply({ ok: false, error: `malformed ${event}: ${error}` });
+        return;
+      }
+      handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
+        this.logger.error(`agent ${socket.data.agentName as string}: ${event} failed: ${(err as Error).stack ?? err}`);
+        reply({ ok: false, error: 'The server could not process this; resend later.' });
+      });
+    });
+  }
+
+  private serial<T>(runId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(runId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const settled = next.catch(() => undefined);
+    this.chains.set(runId, settled);
+    void settled.then(() => {
+      if (this.chains.get(runId) === settled) this.chains.delete(runId);
+    });
+    return next;
+  }
+
+  private async ready(socket: Socket, p: Payload<'agent.ready'>): Promise<AgentReadyAck> {
+    const agentId = socket.data.agentId as string;
+    const agent = await this.repo.findById(agentId);
+    if (!agent || agent.revokedAt) {
+      socket.disconnect(true);
+      return { ok: false, error: 'This agent was revoked.', runs: [] };
+    }
+    const slots = p.slots.map((s) => ({ index: s.index, gpus: s.gpus }));
+    // Reconcile: what the agent still holds against what the server thinks it holds.
+    const reported = await this.repo.runsByIds(p.activeRuns.map((r) => r.runId));
+    const runs = p.activeRuns.map((r) => {
+      const row = reported.find((x) => x.id === r.runId);
+      const keep = Boolean(row && row.agentId === agentId && (row.status === 'assigned' || row.status === 'running'));
+      return { runId: r.runId, ackedSeq: row?.lastBatchSeq ?? 0, keep };
+    });
+    const kept = runs.filter((r) => r.keep).map((r) => r.runId);
+    const now = this.clock.now();
+    await this.lifecycle.renewLeases(agentId, kept, new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000));
+    // Runs the server gave this agent that it no longer holds (it restarted): started ones fail, never-started ones go back.
+    for (const lost of await this.repo.activeRunsByAgent([agentId])) {
+      if (kept.includes(lost.id)) continue;
+      if (!(await this.repo.requeue(lost.id, agentId))) {
+        await this.lifecycle.failForLostLease(lost.id, agentId, 'the agent restarted and no longer holds the run');
+      }
+    }
+    await this.agents.markReady(agentId, p.capabilities, slots);
+    this.connections.set({
+      agentId,
+      name: agent.name,
+      socket,
+      capabilities: p.capabilities,
+      slots,
+      draining: agent.draining,
+      coolDownUntil: 0,
+    });
+    // Dispatch after the ack has left, so the agent knows its state before the first assignment.
+    setImmediate(() => this.dispatcher.kick({ everywhere: false }));
+    return {
+      ok: true,
+      agentId,
+      name: agent.name,
+      heartbeatSeconds: this.heartbeatSeconds,
+      leaseSeconds: this.config.AGENT_LEASE_SECONDS,
+      draining: agent.draining,
+      runs,
+    };
+  }
+
+  private async heartbeat(agentId: string, p: Payload<'agent.heartbeat'>): Promise<AgentHeartbeatAck> {
+    const now = this.clock.now();
+    await this.agents.markHeartbeat(agentId);
+    await this.lifecycle.renewLeases(agentId, p.activeRuns, new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000));
+    const rows = await this.repo.runsByIds(p.activeRuns);
+    const stop = p.activeRuns.filter((id) => {
+      const row = rows.find((r) => r.id === id);
+      return !row || row.agentId !== agentId || !(row.status === 'assigned' || row.status === 'running');
+    });
+    return { ok: true, stop };
+  }
+}

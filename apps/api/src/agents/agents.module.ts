@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { RunsModule } from '../runs/runs.module';
+import { SocketModule } from '../live/socket.module';
+import { AgentConnections } from './agent-connections';
+import { AgentEvents } from './agent-events';
+import { AgentsController } from './agents.controller';
+import { AgentsGateway } from './agents.gateway';
+import { AgentsRepository } from './agents.repository';
+import { AgentsService } from './agents.service';
+import { Dispatcher } from './dispatcher.service';
+import { RunSweeper } from './run-sweeper.service';
+
+@Module({
+  imports: [RunsModule, SocketModule],
+  controllers: [AgentsController],
+  providers: [AgentsService, AgentsRepository, AgentConnections, AgentEvents, AgentsGateway, Dispatcher, RunSweeper],
+  exports: [AgentsService, AgentEvents],
+})
+export class AgentsModule {}

@@ -1,0 +1,147 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import type { AgentCapabilities, AgentView } from '@dryft/libs';
+import { checkTokenFormat, generateToken, hashToken, tokenDisplayPrefix } from '@dryft/libs/node';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { Clock } from '../common/clock';
+import { notFound, unauthorized } from '../common/errors';
+import type { Principal } from '../common/principal';
+import { CONFIG, Config } from '../config/config';
+import { AgentEntity } from './agent.entity';
+import { AgentEvents } from './agent-events';
+import { AgentsRepository } from './agents.repository';
+
+export const LOCAL_AGENT_NAME = 'local';
+
+/** Agent records and their tokens; the socket side lives in the gateway. */
+@Injectable()
+export class AgentsService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Agents');
+
+  constructor(
+    private readonly agents: AgentsRepository,
+    private readonly clock: Clock,
+    private readonly events: AgentEvents,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  /**
+   * `npm start` runs a local agent next to the API: in development, with LOCAL_AGENT_TOKEN_FILE set,
+   * the API keeps a 'local' agent record and writes it a fresh token on every boot (mode 0600), so
+   * the token never has to be copied by hand and an old file stops working.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    const file = this.config.LOCAL_AGENT_TOKEN_FILE;
+    if (!file) return;
+    if (this.config.isProduction) {
+      this.logger.warn('LOCAL_AGENT_TOKEN_FILE is ignored in production: create agents with POST /api/admin/agents.');
+      return;
+    }
+    const token = generateToken('agent');
+    const existing = await this.agents.findActiveByName(LOCAL_AGENT_NAME);
+    if (existing) {
+      await this.agents.update(existing.id, { tokenHash: hashToken(token), tokenPrefix: tokenDisplayPrefix(token) });
+    } else {
+      await this.agents.insert({ name: LOCAL_AGENT_NAME, tokenHash: hashToken(token), tokenPrefix: tokenDisplayPrefix(token), createdBy: null });
+    }
+    const target = path.resolve(this.config.rootDir, file);
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    const tmp = `${target}.${process.pid}.tmp`;
+    await fs.writeFile(tmp, `${token}\n`, { mode: 0o600 });
+    await fs.chmod(tmp, 0o600);
+    await fs.rename(tmp, target);
+    this.logger.log(`local agent token written to ${target}`);
+  }
+
+  async create(principal: Principal, name: string): Promise<AgentView & { token: string }> {
+    const token = generateToken('agent');
+    const agent = await this.agents.insert({ name, tokenHash: hashToken(token), tokenPrefix: tokenDisplayPrefix(token), createdBy: principal.user.id });
+    this.events.changed();
+    return { ...(await this.view(agent)), token };
+  }
+
+  async list(): Promise<AgentView[]> {
+    const agents = await this.agents.list();
+    const active = await this.agents.activeRunsByAgent();
+    return agents.map((a) => this.toView(a, active.filter((r) => r.agentId === a.id).map((r) => r.id)));
+  }
+
+  async get(id: string): Promise<AgentEntity> {
+    const agent = await this.agents.findById(id);
+    if (!agent) throw notFound('agent_not_found', `No agent with id "${id}"; list them with GET /api/admin/agents.`);
+    return agent;
+  }
+
+  async setDraining(id: string, draining: boolean): Promise<AgentView> {
+    const agent = await this.get(id);
+    if (agent.revokedAt) throw notFound('agent_revoked', 'This agent was revoked; create a new one.');
+    await this.agents.update(id, { draining });
+    agent.draining = draining;
+    this.events.changed();
+    return this.view(agent);
+  }
+
+  /** Revokes the token; the gateway disconnects the agent and fails what it was running. */
+  async revoke(id: string): Promise<{ agent: AgentView; runIds: string[] }> {
+    const agent = await this.get(id);
+    if (!agent.revokedAt) {
+      agent.revokedAt = this.clock.now();
+      await this.agents.update(id, { revokedAt: agent.revokedAt, connected: false });
+      agent.connected = false;
+    }
+    const runIds = (await this.agents.activeRunsByAgent([id])).map((r) => r.id);
+    this.events.changed();
+    return { agent: this.toView(agent, runIds), runIds };
+  }
+
+  /** The socket handshake and the download route: a live, unrevoked `dryft_agent_…` token. */
+  async authenticate(token: unknown): Promise<AgentEntity> {
+    if (typeof token !== 'string' || token.length === 0) {
+      throw unauthorized('agent_token_required', 'Connect with auth: { token: "dryft_agent_…" } (an organizer creates agents).');
+    }
+    const format = checkTokenFormat(token, 'agent');
+    if (!format.ok) throw unauthorized(format.reason === 'bad_checksum' ? 'token_bad_checksum' : 'token_malformed', format.message);
+    const agent = await this.agents.findByTokenHash(hashToken(token));
+    if (!agent) throw unauthorized('agent_token_invalid', 'This agent token is not known to this hub; ask an organizer for one.');
+    if (agent.revokedAt) throw unauthorized('agent_revoked', 'This agent was revoked by an organizer; ask for a new token.');
+    return agent;
+  }
+
+  async markReady(id: string, capabilities: AgentCapabilities, slots: { index: number; gpus: string[] }[]): Promise<void> {
+    await this.agents.update(id, { capabilities, slots, connected: true, lastHeartbeatAt: this.clock.now() });
+    this.events.changed();
+  }
+
+  async markHeartbeat(id: string): Promise<void> {
+    await this.agents.update(id, { lastHeartbeatAt: this.clock.now(), connected: true });
+  }
+
+  async markDisconnected(id: string): Promise<void> {
+    await this.agents.update(id, { connected: false });
+    this.events.changed();
+  }
+
+  async view(agent: AgentEntity): Promise<AgentView> {
+    const runs = await this.agents.activeRunsByAgent([agent.id]);
+    return this.toView(
+      agent,
+      runs.map((r) => r.id),
+    );
+  }
+
+  private toView(a: AgentEntity, currentRuns: string[]): AgentView {
+    const fresh = a.lastHeartbeatAt !== null && this.clock.now().getTime() - a.lastHeartbeatAt.getTime() <= this.config.AGENT_LEASE_SECONDS * 1000;
+    const status: AgentView['status'] = a.revokedAt ? 'revoked' : !(a.connected && fresh) ? 'offline' : a.draining ? 'draining' : 'online';
+    return {
+      id: a.id,
+      name: a.name,
+      status,
+      capabilities: a.capabilities,
+      slots: a.slots.length,
+      busySlots: currentRuns.length,
+      currentRuns,
+      lastHeartbeatAt: a.lastHeartbeatAt?.toISOString() ?? null,
+      createdAt: a.createdAt.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,148 @@
+import type { LogLine } from '@dryft/libs';
+import type { Namespace, Socket } from 'socket.io';
+
+/** Reads stored lines of a run after a seq, in order (the runs repository in the app, a stub in unit tests). */
+export type ReadLines = (runId: string, after: number, limit: number) => Promise<LogLine[]>;
+
+const PAGE = 2_000;
+
+/**
+ * Log delivery for one run's watchers on this process, with the guarantee "every line once, in
+ * order", across joins, reconnects (`afterSeq`) and replicas.
+ *
+ * All operations on one run are serialized. The channel keeps `cursor`, the last seq its live members
+ * have received, so a live batch is one broadcast to a local room (encoded once, however many
+ * watchers): lines at or below the cursor are dropped (duplicates), and a gap before a batch (a line
+ * event that reached this replica late or not at all) is filled from the database first.
+ *
+ * A joining socket first gets the stored lines after its `afterSeq`, page by page; then the channel
+ * brings everyone to the same point (members get what was stored meanwhile, or the newcomer gets
+ * what members already had) and the socket joins the live room. Because live batches wait in the same
+ * queue while the replay runs, nothing slips between the stored lines and the live ones.
+ */
+export class RunChannels {
+  private readonly channels = new Map<string, Channel>();
+
+  constructor(
+    private readonly nsp: () => Namespace,
+    private readonly read: ReadLines,
+  ) {}
+
+  static room(runId: string): string {
+    return `runlog:${runId}`;
+  }
+
+  /** Lines just stored (here or on another replica), in seq order. */
+  deliver(runId: string, lines: LogLine[]): Promise<void> {
+    const ch = this.channels.get(runId);
+    if (!ch || lines.length === 0) return Promise.resolve();
+    return ch.enqueue(async () => {
+      if (ch.cursor === null) return;
+      const fresh = lines.filter((l) => l.seq > ch.cursor!);
+      if (fresh.length === 0) return;
+      if (fresh[0].seq > ch.cursor + 1) {
+        const gap = await this.readRange(runId, ch.cursor, fresh[0].seq - 1);
+        this.broadcast(runId, gap);
+        ch.cursor = Math.max(ch.cursor, gap.length ? gap[gap.length - 1].seq : ch.cursor);
+      }
+      const rest = fresh.filter((l) => l.seq > ch.cursor!);
+      this.broadcast(runId, rest);
+      if (rest.length) ch.cursor = rest[rest.length - 1].seq;
+    });
+  }
+
+  /** Replays the stored lines after `afterSeq` to the socket, then makes it a live member. */
+  join(socket: Socket, runId: string, afterSeq: number): Promise<void> {
+    let ch = this.channels.get(runId);
+    if (!ch) {
+      ch = new Channel();
+      this.channels.set(runId, ch);
+    }
+    const channel = ch;
+    channel.pending.add(socket.id);
+    return channel.enqueue(async () => {
+      try {
+        let last = afterSeq;
+        for (;;) {
+          if (!socket.connected) return;
+          const page = await this.read(runId, last, PAGE);
+          if (page.length) {
+            socket.emit('run.log', { runId, lines: page });
+            last = page[page.length - 1].seq;
+          }
+          if (page.length < PAGE) break;
+        }
+        if (!socket.connected) return;
+        if (channel.cursor === null || channel.members.size === 0) {
+          channel.cursor = last;
+        } else if (last > channel.cursor) {
+          // Lines stored before their live event arrived: the members get them now, in order.
+          const missing = await this.readRange(runId, channel.cursor, last);
+          this.broadcast(runId, missing);
+          channel.cursor = last;
+        } else if (last < channel.cursor) {
+          const behind = await this.readRange(runId, last, channel.cursor);
+          if (behind.length) socket.emit('run.log', { runId, lines: behind });
+        }
+        await socket.join(RunChannels.room(runId));
+        channel.members.add(socket.id);
+      } finally {
+        channel.pending.delete(socket.id);
+      }
+    });
+  }
+
+  leave(socket: Socket, runId: string): Promise<void> {
+    const ch = this.channels.get(runId);
+    if (!ch) return Promise.resolve();
+    return ch.enqueue(async () => {
+      await socket.leave(RunChannels.room(runId));
+      ch.members.delete(socket.id);
+      if (ch.members.size === 0 && ch.pending.size === 0) {
+        ch.cursor = null;
+        if (this.channels.get(runId) === ch) this.channels.delete(runId);
+      }
+    });
+  }
+
+  /** The socket went away: leave every run it watched. */
+  forget(socket: Socket): void {
+    for (const [runId, ch] of this.channels) {
+      if (ch.members.has(socket.id) || ch.pending.has(socket.id)) void this.leave(socket, runId);
+    }
+  }
+
+  watched(runId: string): boolean {
+    return this.channels.has(runId);
+  }
+
+  private broadcast(runId: string, lines: LogLine[]): void {
+    if (lines.length) this.nsp().local.to(RunChannels.room(runId)).emit('run.log', { runId, lines });
+  }
+
+  private async readRange(runId: string, after: number, upTo: number): Promise<LogLine[]> {
+    const out: LogLine[] = [];
+    let cursor = after;
+    while (cursor < upTo) {
+      const page = await this.read(runId, cursor, Math.min(PAGE, upTo - cursor));
+      if (page.length === 0) break;
+      for (const l of page) if (l.seq <= upTo) out.push(l);
+      cursor = page[page.length - 1].seq;
+    }
+    return out;
+  }
+}
+
+class Channel {
+  /** Last seq every live member has; null while nobody watches. */
+  cursor: number | null = null;
+  readonly members = new Set<string>();
+  readonly pending = new Set<string>();
+  private tail: Promise<void> = Promise.resolve();
+
+  enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.tail.then(work, work);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}
