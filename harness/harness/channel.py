@@ -5,8 +5,8 @@ and the payload. Binary frames keep the per-step cost in the microseconds (a ste
 bytes, parsed with `array.frombytes`), which matters because the parent's own cost per step must stay
 far below 1% of a fast engine's time per token.
 
-Tags, parent -> child:  L load {"modelPath"} (JSON) · G generate (JSON header, NUL, int32 ids) · Q quit
-Tags, child -> parent:  R ready (JSON) · S step (int64 ids) · D generator done · E error (JSON)
+Tags, parent -> child:  L load {"modelPath"} (JSON) · P prepare (barrier) · G generate (JSON header, NUL, int32 ids) · Q quit
+Tags, child -> parent:  R ready (JSON) · K prepared · S step (int64 ids) · D generator done · E error (JSON)
 Everything the child sends is untrusted: the parent checks every frame (tag, size, contents).
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Channel:
         if len(buf) < HEADER.size:
             return None
         tag, size = HEADER.unpack_from(buf)
-        if tag not in b"RSDE":
+        if tag not in b"RSDEK":
             raise ProtocolError(f"unexpected bytes on the engine channel (tag {tag!r}): something in the engine process wrote to the harness's private socket")
         if size > MAX_FRAME:
             raise ProtocolError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")

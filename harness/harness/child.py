@@ -7,6 +7,7 @@ that the submission's process starts with nothing of the harness in it.
 
 Usage (by the parent only): python child.py --fd N --submission DIR
 """
+import gc
 import importlib.util
 import json
 import operator
@@ -137,7 +138,17 @@ def main():
         try:
             if tag == b"L":
                 engine = _load_engine(submission, json.loads(payload)["modelPath"])
+                # Objects made while loading (a model's modules, weights' wrappers) live for the
+                # whole run: move them out of the collector's way so a full collection in the
+                # middle of a timed step does not walk them. Same for every engine.
+                gc.collect()
+                gc.freeze()
                 _send(sock, b"R", json.dumps({"pid": os.getpid()}).encode())
+            elif tag == b"P":
+                # Barrier before a timed sample: garbage of the previous sample is collected
+                # now, untimed, instead of at a random step of the next one.
+                gc.collect()
+                _send(sock, b"K")
             elif tag == b"G":
                 if engine is None:
                     raise ContractError("generate before the engine was loaded")

@@ -197,8 +197,28 @@ class EngineProcess:
             self.kill("protocol")
             raise EngineFailure("candidate_error", f"Engine(model_path): unexpected frame {tag!r} from the engine process")
 
+    def prepare(self, deadline_ns: int, deadline_text: str) -> None:
+        """Untimed barrier before a sample: the child collects garbage and answers."""
+        self.channel.send(encode_json(b"P", {}))
+        try:
+            tag, payload, _ = self.channel.recv(deadline_ns)
+        except Deadline:
+            self.kill("timeout")
+            raise EngineFailure("timeout", f"The engine process did not answer between samples within {deadline_text}; it was stopped.")
+        except ChannelClosed:
+            raise self._closed("the pause between samples")
+        except ProtocolError as exc:
+            self.kill("protocol")
+            raise EngineFailure("candidate_error", f"between samples: {exc}")
+        if tag == b"E":
+            raise self._error(payload, "the pause between samples")
+        if tag != b"K":
+            self.kill("protocol")
+            raise EngineFailure("candidate_error", f"unexpected frame {tag!r} from the engine process between samples")
+
     def generate(self, input_ids: list[list[int]], max_new_tokens: int, vocab_size: int,
                  deadline_ns: int, deadline_text: str) -> Sample:
+        self.prepare(deadline_ns, deadline_text)
         batch = len(input_ids)
         frame = encode_generate(input_ids, max_new_tokens)  # encoded before the clock starts
         step_bytes = 8 * batch
@@ -247,6 +267,8 @@ class EngineProcess:
         except EngineFailure:
             self.kill("contract")
             raise
+        if self.monitor is not None and self.measurer.applicable:
+            self.monitor.poll()  # one reading at every sample's end, after the clock stopped
         for index, ids in enumerate(steps):
             if min(ids) < 0 or max(ids) >= vocab_size:
                 bad = next(i for i in ids if i < 0 or i >= vocab_size)

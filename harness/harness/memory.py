@@ -75,6 +75,10 @@ class RssMeasurer(Measurer):
 class NvmlMeasurer(Measurer):
     name = "gpu (NVML)"
     applicable = True
+    # NVML's per-process query enters the driver; polled every 50 ms it made a launch-bound eager
+    # engine's step time wander on the H200 VM. The parent also polls at every sample's end, and
+    # PyTorch's caching allocator keeps its peak reserved, so 0.5 s loses little.
+    interval = 0.5
 
     def __init__(self) -> None:
         import pynvml  # noqa: F401 - raises ImportError when absent
@@ -170,6 +174,7 @@ class Monitor:
         self.peak: Optional[int] = None
         self.exceeded = False
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # the main thread polls too, at every sample's end
         self._thread: Optional[threading.Thread] = None
         self.interval = getattr(measurer, "interval", 0.05)
 
@@ -186,10 +191,13 @@ class Monitor:
             value = None
         if value is None:
             return
-        if self.peak is None or value > self.peak:
-            self.peak = value
-        if self.limit is not None and value > self.limit and not self.exceeded:
-            self.exceeded = True
+        with self._lock:
+            if self.peak is None or value > self.peak:
+                self.peak = value
+            over = self.limit is not None and value > self.limit and not self.exceeded
+            if over:
+                self.exceeded = True
+        if over:
             self.kill()
 
     def _loop(self) -> None:
