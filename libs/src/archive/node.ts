@@ -85,3 +85,21 @@ export function packFiles(files: { name: string; content: Uint8Array }[]): Buffe
 export async function packFolder(root: string): Promise<Buffer> {
   return packFiles(await collectFolder(root));
 }
+
+/**
+ * Writes validated files into a fresh, empty directory and nowhere else: every path is resolved and
+ * checked to stay inside, folders are created without following links, and no file is overwritten.
+ */
+export async function unpackValidated(files: { path: string; content: Uint8Array }[], dir: string): Promise<void> {
+  const root = path.resolve(dir);
+  const existing = await fs.readdir(root);
+  if (existing.length > 0) throw new Error(`${root} is not empty; unpack only into a fresh directory`);
+  for (const file of files) {
+    const target = path.resolve(root, file.path);
+    if (!target.startsWith(root + path.sep)) throw new Error(`${file.path} would land outside the workspace`);
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    const real = await fs.realpath(path.dirname(target));
+    if (real !== root && !real.startsWith(root + path.sep)) throw new Error(`${file.path} would land outside the workspace`);
+    await fs.writeFile(target, file.content, { flag: 'wx', mode: 0o644 });
+  }
+}

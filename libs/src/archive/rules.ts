@@ -93,7 +93,9 @@ function verdictsFor<R extends string>(rules: Record<R, string>, problems: RuleP
 }
 
 function finish(problems: RuleProblem<ArchiveRule>[], files: ValidatedFile[], expandedBytes: number): Validation<ArchiveRule> {
-  return { ok: problems.length === 0, problems, verdicts: verdictsFor(ARCHIVE_RULES, problems), files, expandedBytes };
+  // A refused archive yields no files, so nothing can unpack part of it by mistake.
+  const ok = problems.length === 0;
+  return { ok, problems, verdicts: verdictsFor(ARCHIVE_RULES, problems), files: ok ? files : [], expandedBytes };
 }
 
 /** Checks what the first bytes say the upload is, before anything is decompressed. */

@@ -1,0 +1,159 @@
+import fc from 'fast-check';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { ARCHIVE_LIMITS, readTar, validateSingleFile, writeTar } from '../src/index';
+import { packFiles, unpackValidated, validateArchive } from '../src/node';
+
+/** A raw tar entry with any name and type, as a hostile packer would write it. */
+function rawEntry(name: string, flag: string, content = Buffer.alloc(0), linkname = ''): Buffer {
+  const header = Buffer.alloc(512);
+  header.write(name.slice(0, 100), 0, 'utf8');
+  header.write('0000644\0', 100);
+  header.write('0000000\0', 108);
+  header.write('0000000\0', 116);
+  header.write(content.length.toString(8).padStart(11, '0') + '\0', 124);
+  header.write('00000000000\0', 136);
+  header.write(flag, 156);
+  header.write(linkname, 157);
+  header.write('ustar\0', 257);
+  header.write('00', 263);
+  header.fill(' ', 148, 156);
+  let sum = 0;
+  for (const b of header) sum += b;
+  header.write(sum.toString(8).padStart(6, '0') + '\0 ', 148);
+  const pad = Buffer.alloc((512 - (content.length % 512)) % 512);
+  return Buffer.concat([header, content, pad]);
+}
+const tarGz = (...entries: Buffer[]) => gzipSync(Buffer.concat([...entries, Buffer.alloc(1024)]));
+const engine = rawEntry('engine.py', '0', Buffer.from('class Engine:\n    pass\n'));
+
+async function expectRefused(bytes: Buffer, rule: string) {
+  const v = await validateArchive(bytes);
+  expect(v.ok).toBe(false);
+  expect(v.problems.map((p) => p.rule)).toContain(rule);
+  expect(v.files).toEqual([]);
+  // Refused archives produce nothing to unpack: a fresh directory stays empty.
+  const dir = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
+  try {
+    await unpackValidated(v.files, dir);
+    expect(readdirSync(dir)).toEqual([]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const segment = fc.stringMatching(/^[a-z][a-z0-9_]{0,7}$/);
+
+describe('archive rules against hostile archives (property-based)', () => {
+  it('refuses every path that escapes: "..", absolute, ./ prefixes', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(segment, { minLength: 1, maxLength: 3 }), fc.constantFrom('../', '/', './', 'a/../../'), async (parts, prefix) => {
+        const name = `${prefix}${parts.join('/')}.py`;
+        const rule = prefix === './' ? 'layout' : 'paths';
+        await expectRefused(tarGz(engine, rawEntry(name, '0', Buffer.from('x = 1\n'))), rule);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuses links and special files', async () => {
+    await fc.assert(
+      fc.asyncProperty(segment, fc.constantFrom('1', '2', '3', '4', '6'), fc.constantFrom('/etc/passwd', '../x', 'engine.py'), async (name, flag, target) => {
+        await expectRefused(tarGz(engine, rawEntry(`${name}.py`, flag, Buffer.alloc(0), target)), 'entry_types');
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it('refuses duplicate names and names that collide by case or Unicode normalization', async () => {
+    const nfc = 'caf\u00e9.py';
+    const nfd = 'cafe\u0301.py';
+    await expectRefused(tarGz(engine, rawEntry(nfc, '0', Buffer.from('a\n')), rawEntry(nfd, '0', Buffer.from('b\n'))), 'unique_names');
+    await fc.assert(
+      fc.asyncProperty(segment, async (name) => {
+        await expectRefused(tarGz(engine, rawEntry(`${name}.py`, '0', Buffer.from('a\n')), rawEntry(`${name.toUpperCase()}.py`, '0', Buffer.from('b\n'))), 'unique_names');
+        await expectRefused(tarGz(engine, rawEntry(`${name}.py`, '0'), rawEntry(`${name}.py`, '0')), 'unique_names');
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it(`refuses more than ${ARCHIVE_LIMITS.files} files`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: ARCHIVE_LIMITS.files, max: ARCHIVE_LIMITS.files + 40 }), async (extra) => {
+        const files = Array.from({ length: extra }, (_, i) => ({ name: `m${i}.py`, content: Buffer.from('x=1\n') }));
+        await expectRefused(packFiles([{ name: 'engine.py', content: Buffer.from('class Engine: pass\n') }, ...files]), 'file_count');
+      }),
+      { numRuns: 5 },
+    );
+  });
+
+  it('stops a decompression bomb at the expanded limit', async () => {
+    const bomb = gzipSync(Buffer.concat([rawEntry('engine.py', '0', Buffer.alloc(40 * 1024 * 1024, 0x61)), Buffer.alloc(1024)]), { level: 9 });
+    expect(bomb.length).toBeLessThan(ARCHIVE_LIMITS.compressedBytes);
+    const started = Date.now();
+    await expectRefused(bomb, 'expanded_size');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('refuses truncated or corrupt gzip and tar at any cut', async () => {
+    const good = packFiles([{ name: 'engine.py', content: Buffer.from('class Engine:\n    pass\n'.repeat(50)) }]);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: good.length - 1 }), async (cut) => {
+        const v = await validateArchive(good.subarray(0, cut));
+        expect(v.ok).toBe(false);
+        expect(v.problems.map((p) => p.rule)).toContain('format');
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('accepts what packFiles writes, byte-identically for the same input, and unpacks it inside the directory', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.tuple(segment, fc.constantFrom('.py', '.json', '.md')), { maxLength: 6, selector: ([s, e]) => (s + e).toLowerCase() }), async (extra) => {
+        const files = [{ name: 'engine.py', content: Buffer.from('class Engine: pass\n') }, ...extra.filter(([s, e]) => `${s}${e}` !== 'engine.py').map(([s, e]) => ({ name: `pkg/${s}${e}`, content: Buffer.from(`# ${s}\n`) }))];
+        const a = packFiles(files);
+        expect(Buffer.compare(a, packFiles([...files].reverse()))).toBe(0);
+        const v = await validateArchive(a);
+        expect(v.ok).toBe(true);
+        const dir = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
+        try {
+          await unpackValidated(v.files, dir);
+          expect(readdirSync(dir)).toContain('engine.py');
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('round-trips long names through pax headers', () => {
+    const long = `${'deep/'.repeat(30)}module.py`;
+    const names: string[] = [];
+    readTar(writeTar([{ name: long, content: new Uint8Array([1]) }]), (e) => names.push(e.name));
+    expect(names).toEqual([long]);
+  });
+
+  it('refuses an unpack into a directory that is not fresh', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
+    try {
+      await unpackValidated([{ path: 'a.py', content: Buffer.from('x') }], dir);
+      await expect(unpackValidated([{ path: 'b.py', content: Buffer.from('x') }], dir)).rejects.toThrow(/not empty/);
+      const fresh = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
+      await expect(unpackValidated([{ path: '../escape.py', content: Buffer.from('x') }], fresh)).rejects.toThrow(/outside/);
+      rmSync(fresh, { recursive: true, force: true });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('holds single files to UTF-8, name and size', () => {
+    expect(validateSingleFile('submission.py', Buffer.from('x = 1\n')).ok).toBe(true);
+    expect(validateSingleFile('submission.py', Buffer.from([0xc3, 0x28])).problems[0].rule).toBe('text');
+    expect(validateSingleFile('sub.py', Buffer.from('x')).problems[0].rule).toBe('filename');
+  });
+});
