@@ -53,4 +53,6 @@ const bytes = readFileSync(outfile);
 const sha256 = createHash('sha256').update(bytes).digest('hex');
 writeFileSync(`${outfile}.sha256`, `${sha256}  dryft.cjs\n`);
 const inputs = Object.keys(result.metafile.inputs).length;
-console.log(`bundle-cli: ${path.relative(root, outfile)} (dryft ${version}, ${(bytes.length / 1024).toFixed(0)} KiB from ${inputs} files), sha256 ${sha256}${apiUrl ? `, default API ${apiUrl}` : ''}`);
+console.log(
+  `bundle-cli: ${path.relative(root, outfile)} (dryft ${version}, ${(bytes.length / 1024).toFixed(0)} KiB from ${inputs} files), sha256 ${sha256}${apiUrl ? `, default API ${apiUrl}` : ''}`,
+);

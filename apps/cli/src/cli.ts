@@ -34,7 +34,8 @@ Environment:
 /** Builds the program; `action` receives the context and returns the exit code. */
 function build(deps: CliDeps, setExit: (code: number) => void): Command {
   const program = new Command('dryft');
-  const ctxOf = (cmd: Command) => new Context(deps.streams, deps.env, cmd.optsWithGlobals() as GlobalFlags, deps.socketFactory);
+  const ctxOf = (cmd: Command) =>
+    new Context(deps.streams, deps.env, cmd.optsWithGlobals() as GlobalFlags, deps.socketFactory);
   // Commander passes (args..., options, command); the command is always last.
   const act =
     (fn: (ctx: Context, ...args: never[]) => Promise<number>) =>
@@ -43,7 +44,9 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
       setExit(await fn(ctxOf(cmd), ...(args.slice(0, -1) as never[])));
     };
   program
-    .description('The Dryft command line: validate, package and submit engines, start runs and follow them live.')
+    .description(
+      'The Dryft command line: validate, package and submit engines, start runs and follow them live.',
+    )
     .version(CLI_VERSION, '-V, --version')
     .option('--json', 'machine-readable JSON on stdout')
     .option('--api-url <url>', 'the hub to talk to (default: $DRYFT_API_URL or http://localhost:3000)')
@@ -63,10 +66,15 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
 
   program
     .command('login')
-    .description('save a team API token in ~/.config/dryft/config.json (mode 0600); DRYFT_TOKEN still overrides it')
+    .description(
+      'save a team API token in ~/.config/dryft/config.json (mode 0600); DRYFT_TOKEN still overrides it',
+    )
     .option('--token-stdin', 'read the token from stdin instead of a hidden prompt')
     .option('--no-verify', 'save without checking it against the API')
-    .addHelpText('after', '\nThe token is never taken as an argument (it would land in your shell history).\nExample: dryft login            # paste at the hidden prompt\n         dryft login --token-stdin < token.txt')
+    .addHelpText(
+      'after',
+      '\nThe token is never taken as an argument (it would land in your shell history).\nExample: dryft login            # paste at the hidden prompt\n         dryft login --token-stdin < token.txt',
+    )
     .action(act((ctx, opts: { tokenStdin?: boolean; verify?: boolean }) => login(ctx, opts)));
 
   program
@@ -84,36 +92,61 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
     .command('package')
     .argument('<dir>', 'the engine folder (its contents become the archive root)')
     .requiredOption('-o, --output <file>', 'where to write the .tar.gz')
-    .description('pack a folder into a .tar.gz with engine.py at its root; the same folder always gives the same bytes')
+    .description(
+      'pack a folder into a .tar.gz with engine.py at its root; the same folder always gives the same bytes',
+    )
     .action(act((ctx, dir: string, opts: { output: string }) => packageCmd(ctx, dir, opts)));
 
   program
     .command('submit')
     .argument('<path>', 'engine folder, .tar.gz archive, or submission.py')
-    .description('validate, pack and upload; prints the submission ID (single-file submissions also start their run)')
-    .option('-b, --benchmark <id>', 'benchmark (default: qwen3-4b-decode for folders and archives, deep-recurrence for submission.py)')
+    .description(
+      'validate, pack and upload; prints the submission ID (single-file submissions also start their run)',
+    )
+    .option(
+      '-b, --benchmark <id>',
+      'benchmark (default: qwen3-4b-decode for folders and archives, deep-recurrence for submission.py)',
+    )
     .option('--tier <tier>', 'single-file: compute tier (easy, medium or hard); required')
     .option('--dataset <id>', 'single-file: practice dataset; required for easy and medium')
-    .addOption(new Option('--mode <mode>', 'single-file: run mode (default: official for the ranked tier, public otherwise)').choices(['public', 'official']))
+    .addOption(
+      new Option(
+        '--mode <mode>',
+        'single-file: run mode (default: official for the ranked tier, public otherwise)',
+      ).choices(['public', 'official']),
+    )
     .option('--wait <seconds>', 'single-file: wait this long for the run to finish')
     .option('-y, --yes', 'confirm an official run without asking')
     .addHelpText(
       'after',
       '\nExamples:\n  dryft submit engine\n  dryft submit submission.py --tier easy --dataset square-mod-97 --wait 600\n  dryft submit submission.py --tier hard --yes',
     )
-    .action(act((ctx, target: string, opts: Record<string, string | boolean | undefined>) => submitCmd(ctx, target, opts as never)));
+    .action(
+      act((ctx, target: string, opts: Record<string, string | boolean | undefined>) =>
+        submitCmd(ctx, target, opts as never),
+      ),
+    );
 
   program
     .command('run')
     .argument('<submission-id>', 'the Submission ID (from `dryft submit` or the submission’s Details panel)')
     .description('start a run of a submission (official runs ask for confirmation)')
-    .addOption(new Option('--mode <mode>', 'public (feedback) or official (ranked)').choices(['public', 'official']))
+    .addOption(
+      new Option('--mode <mode>', 'public (feedback) or official (ranked)').choices(['public', 'official']),
+    )
     .option('--tier <tier>', 'compute tier, for benchmarks with tiers')
     .option('--dataset <id>', 'practice dataset, for tiers that have them')
-    .option('--wait <seconds>', 'wait this long for the run to finish; exit 0 succeeded, 1 failed/canceled, 6 still running')
+    .option(
+      '--wait <seconds>',
+      'wait this long for the run to finish; exit 0 succeeded, 1 failed/canceled, 6 still running',
+    )
     .option('-y, --yes', 'confirm an official run without asking (needed without a terminal)')
     .addHelpText('after', '\nExample: dryft run SUBMISSION_ID --mode public --wait 3000')
-    .action(act((ctx, id: string, opts: Record<string, string | boolean | undefined>) => runCmd(ctx, id, opts as never)));
+    .action(
+      act((ctx, id: string, opts: Record<string, string | boolean | undefined>) =>
+        runCmd(ctx, id, opts as never),
+      ),
+    );
 
   program
     .command('submissions')
@@ -136,7 +169,10 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
     .command('logs')
     .argument('<run-id>', 'the Run ID')
     .description("print a run's log; --follow streams it live until the run ends")
-    .option('-f, --follow', 'stream live (reconnects without gaps or duplicates); exits with the run’s outcome')
+    .option(
+      '-f, --follow',
+      'stream live (reconnects without gaps or duplicates); exits with the run’s outcome',
+    )
     .option('--after <seq>', 'start after this line number')
     .action(act((ctx, id: string, opts: { follow?: boolean; after?: string }) => logsCmd(ctx, id, opts)));
 
@@ -188,11 +224,21 @@ export async function runCli(argv: string[], deps: CliDeps): Promise<number> {
       // --help and --version end here with exitCode 0; usage errors were already printed.
       return err.exitCode === 0 ? EXIT.ok : EXIT.badInput;
     }
-    const e = err instanceof CliError ? err : new CliError(EXIT.server, `Unexpected error: ${(err as Error)?.stack ?? String(err)}`, 'internal');
+    const e =
+      err instanceof CliError
+        ? err
+        : new CliError(EXIT.server, `Unexpected error: ${(err as Error)?.stack ?? String(err)}`, 'internal');
     if (json) {
-      deps.streams.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message, exitCode: e.exitCode, details: e.details } }, null, 2) + '\n');
+      deps.streams.stdout.write(
+        JSON.stringify(
+          { error: { code: e.code, message: e.message, exitCode: e.exitCode, details: e.details } },
+          null,
+          2,
+        ) + '\n',
+      );
     }
-    const colour = Boolean(deps.streams.stderr.isTTY) && deps.env.NO_COLOR === undefined && !argv.includes('--no-color');
+    const colour =
+      Boolean(deps.streams.stderr.isTTY) && deps.env.NO_COLOR === undefined && !argv.includes('--no-color');
     const label = colour ? '\u001b[31merror:\u001b[0m' : 'error:';
     deps.streams.stderr.write(`${deps.streams.stderr.isTTY ? '\r\u001b[2K' : ''}${label} ${e.message}\n`);
     return e.exitCode;

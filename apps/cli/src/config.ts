@@ -30,10 +30,17 @@ export async function readConfig(file: string): Promise<ConfigFile> {
   try {
     json = JSON.parse(raw);
   } catch {
-    throw new CliError(EXIT.badInput, `${file} is not valid JSON; fix it, or delete it and run \`dryft login\` again.`);
+    throw new CliError(
+      EXIT.badInput,
+      `${file} is not valid JSON; fix it, or delete it and run \`dryft login\` again.`,
+    );
   }
   const parsed = ConfigFile.safeParse(json);
-  if (!parsed.success) throw new CliError(EXIT.badInput, `${file} has unexpected content; delete it and run \`dryft login\` again.`);
+  if (!parsed.success)
+    throw new CliError(
+      EXIT.badInput,
+      `${file} has unexpected content; delete it and run \`dryft login\` again.`,
+    );
   return parsed.data;
 }
 
@@ -98,7 +105,10 @@ export async function loadSettings(env: NodeJS.ProcessEnv, flags: { apiUrl?: str
     const u = new URL(apiUrl);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
   } catch {
-    throw new CliError(EXIT.badInput, `The API URL from ${apiUrlSource} (${JSON.stringify(apiUrl)}) is not an http(s) URL, e.g. https://dryft.example.org.`);
+    throw new CliError(
+      EXIT.badInput,
+      `The API URL from ${apiUrlSource} (${JSON.stringify(apiUrl)}) is not an http(s) URL, e.g. https://dryft.example.org.`,
+    );
   }
   apiUrl = apiUrl.replace(/\/+$/, '');
   let token: string | undefined;

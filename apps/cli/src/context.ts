@@ -41,10 +41,15 @@ export class Context {
     return Number.isFinite(v) && v > 0 ? v : 2000;
   }
 
+  get retryBaseMs(): number {
+    const v = Number(this.env.DRYFT_RETRY_BASE_MS);
+    return Number.isFinite(v) && v > 0 ? v : 400;
+  }
+
   /** A client without a token (health, public benchmarks). */
   async anonymousApi(): Promise<ApiClient> {
     const s = await this.settings();
-    return new ApiClient(s.apiUrl, undefined, s.tokenSource);
+    return new ApiClient(s.apiUrl, undefined, s.tokenSource, this.retryBaseMs);
   }
 
   /** A client with the team token, checked offline first (shape and checksum). */
@@ -60,9 +65,17 @@ export class Context {
     }
     const check = checkTokenFormat(s.token, 'pat');
     if (!check.ok) {
-      throw new CliError(EXIT.auth, `The API token is not valid: ${check.message}\n${tokenAdvice(s.tokenSource)}`, `token_${check.reason}`);
+      throw new CliError(
+        EXIT.auth,
+        `The API token is not valid: ${check.message}\n${tokenAdvice(s.tokenSource)}`,
+        `token_${check.reason}`,
+      );
     }
-    return { api: new ApiClient(s.apiUrl, s.token, s.tokenSource), token: s.token, settings: s };
+    return {
+      api: new ApiClient(s.apiUrl, s.token, s.tokenSource, this.retryBaseMs),
+      token: s.token,
+      settings: s,
+    };
   }
 
   get interactive(): boolean {
@@ -71,7 +84,11 @@ export class Context {
 
   /** Asks a yes/no question on the terminal; false unless the answer starts with y. */
   async confirm(question: string): Promise<boolean> {
-    const rl = readline.createInterface({ input: this.streams.stdin, output: this.streams.stderr, terminal: true });
+    const rl = readline.createInterface({
+      input: this.streams.stdin,
+      output: this.streams.stderr,
+      terminal: true,
+    });
     try {
       const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
       return /^y(es)?$/i.test(answer.trim());

@@ -49,7 +49,13 @@ export class NetworkError extends CliError {
   }
 }
 
-const SAFE_TO_RETRY_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const SAFE_TO_RETRY_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 export class ApiClient {
   /** Requests made, for tests and `--verbose` style diagnostics. */
@@ -59,11 +65,14 @@ export class ApiClient {
     readonly baseUrl: string,
     private readonly token: string | undefined,
     private readonly tokenSource: string,
+    /** First back-off of a retried GET (doubles each time). */
+    private readonly retryBaseMs = 400,
   ) {}
 
   url(path: string, query?: RequestOptions['query']): URL {
     const u = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null && v !== '') u.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(query ?? {}))
+      if (v !== undefined && v !== null && v !== '') u.searchParams.set(k, String(v));
     return u;
   }
 
@@ -89,10 +98,18 @@ export class ApiClient {
       const req = lib.request(url, { method: opts.method ?? 'GET', headers, timeout: timeoutMs }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
         res.on('error', (err) => reject(this.networkError(err)));
       });
-      req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`), { code: 'ETIMEDOUT' })));
+      req.on('timeout', () =>
+        req.destroy(
+          Object.assign(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`), {
+            code: 'ETIMEDOUT',
+          }),
+        ),
+      );
       req.on('error', (err) => reject(this.networkError(err)));
       if (!body) {
         req.end();
@@ -121,7 +138,8 @@ export class ApiClient {
 
   private networkError(err: NodeJS.ErrnoException): NetworkError {
     const code = err.code ?? 'ERROR';
-    const what = code === 'ETIMEDOUT' ? `it did not answer in time (${err.message})` : `${code}: ${err.message}`;
+    const what =
+      code === 'ETIMEDOUT' ? `it did not answer in time (${err.message})` : `${code}: ${err.message}`;
     return new NetworkError(
       `Cannot reach the Dryft API at ${this.baseUrl} (${what}).\n` +
         'Check DRYFT_API_URL (or --api-url), your network connection and that the hub is up; `dryft doctor` checks all of these.',
@@ -158,12 +176,16 @@ export class ApiClient {
   }
 
   /** A JSON request checked against a schema; GETs are retried on network errors and 5xx. */
-  async call<S extends z.ZodTypeAny>(schema: S, path: string, opts: RequestOptions = {}): Promise<z.infer<S>> {
+  async call<S extends z.ZodTypeAny>(
+    schema: S,
+    path: string,
+    opts: RequestOptions = {},
+  ): Promise<z.infer<S>> {
     const idempotent = (opts.method ?? 'GET') === 'GET';
     const attempts = idempotent ? 3 : 1;
     let last: unknown;
     for (let i = 0; i < attempts; i++) {
-      if (i > 0) await sleep(400 * 2 ** i);
+      if (i > 0) await sleep(this.retryBaseMs * 2 ** i);
       try {
         const res = await this.raw(path, opts);
         if (res.status >= 500 && idempotent && i < attempts - 1) {
@@ -188,7 +210,10 @@ export class ApiClient {
     try {
       json = JSON.parse(res.body.toString('utf8'));
     } catch {
-      throw new CliError(EXIT.server, `The API at ${this.baseUrl} answered ${res.status} with something that is not JSON; is DRYFT_API_URL pointing at a Dryft hub?`);
+      throw new CliError(
+        EXIT.server,
+        `The API at ${this.baseUrl} answered ${res.status} with something that is not JSON; is DRYFT_API_URL pointing at a Dryft hub?`,
+      );
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
@@ -208,7 +233,12 @@ export class ApiClient {
     schema: S,
     path: string,
     json: unknown,
-    opts: { key?: string; attempts?: number; onRetry?: (why: string, attempt: number) => void; baseDelayMs?: number } = {},
+    opts: {
+      key?: string;
+      attempts?: number;
+      onRetry?: (why: string, attempt: number) => void;
+      baseDelayMs?: number;
+    } = {},
   ): Promise<{ value: z.infer<S>; key: string; attempts: number }> {
     const key = opts.key ?? randomUUID();
     const attempts = opts.attempts ?? 5;
@@ -244,7 +274,10 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** A multipart/form-data body with text fields and one file. */
-export function multipart(fields: Record<string, string>, file: { field: string; name: string; content: Buffer; type?: string }): { body: Buffer; contentType: string } {
+export function multipart(
+  fields: Record<string, string>,
+  file: { field: string; name: string; content: Buffer; type?: string },
+): { body: Buffer; contentType: string } {
   const boundary = `----dryft${randomUUID().replace(/-/g, '')}`;
   const parts: Buffer[] = [];
   for (const [k, v] of Object.entries(fields)) {

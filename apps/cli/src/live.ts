@@ -1,5 +1,13 @@
 import { io, type Socket } from 'socket.io-client';
-import { JoinAck, LogLine, LogsPage, RunLogEvent, RunStatusEvent, RunView, TERMINAL_STATUSES } from '@dryft/libs';
+import {
+  JoinAck,
+  LogLine,
+  LogsPage,
+  RunLogEvent,
+  RunStatusEvent,
+  RunView,
+  TERMINAL_STATUSES,
+} from '@dryft/libs';
 import { ApiClient, ApiError, NetworkError, sleep } from './http';
 import { CliError, EXIT } from './errors';
 
@@ -104,38 +112,23 @@ export class LogFollower {
   }
 
   private connect(): void {
-    const socket = (this.o.socketFactory ?? defaultSocketFactory)(this.o.api.baseUrl, { token: this.o.token });
+    const socket = (this.o.socketFactory ?? defaultSocketFactory)(this.o.api.baseUrl, {
+      token: this.o.token,
+    });
     this.socket = socket;
     socket.on('connect', () => {
       this.joined = false;
-      // Capture the cursor at join time, in order with everything already printed.
+      // The cursor is read in order with everything already printed; the ack is not awaited in the
+      // queue, so a hub that never answers cannot hold up the lines (REST carries on meanwhile).
       this.enqueue(async () => {
         const afterSeq = this.last;
-        let ack: JoinAck;
-        try {
-          ack = JoinAck.parse(await socket.timeout(10_000).emitWithAck('run.join', { runId: this.o.runId, afterSeq }));
-        } catch {
-          return; // no ack (dropped again, or a hub without /live): REST polling carries on.
-        }
-        this.stats.joins += 1;
-        if (!ack.ok) {
-          const code = ack.error?.code ?? 'join_refused';
-          const message = ack.error?.message ?? 'the hub refused to join this run';
-          if (/auth|token|forbidden|denied|permission/i.test(code)) throw new CliError(EXIT.auth, `Cannot follow run ${this.o.runId}: ${message}`, code);
-          if (/not_found|unknown/i.test(code)) throw new CliError(EXIT.badInput, `Run ${this.o.runId} was not found: ${message}. Copy the full Run ID from the run page.`, code);
-          this.o.onNotice?.(`Live log refused (${code}: ${message}); following over REST instead.`);
-          return;
-        }
-        this.joined = true;
-        this.offlineSince = null;
-        if (this.lostNoticeShown) {
-          this.o.onNotice?.('Live connection restored.');
-          this.lostNoticeShown = false;
-        }
-        if (ack.run) {
-          this.o.onStatus?.(ack.run);
-          if (isTerminal(ack.run)) this.startFinishing();
-        }
+        socket
+          .timeout(10_000)
+          .emitWithAck('run.join', { runId: this.o.runId, afterSeq })
+          .then(
+            (raw: unknown) => this.enqueue(async () => this.onJoinAck(socket, raw)),
+            () => undefined, // no ack (dropped again, or a hub without /live): REST polling carries on.
+          );
       });
     });
     socket.on('run.log', (payload: unknown) => {
@@ -157,17 +150,52 @@ export class LogFollower {
       this.joined = false;
       if (this.settled) return;
       if (wasJoined && !this.lostNoticeShown) {
-        this.o.onNotice?.(`Live connection lost (${reason}); reconnecting, and reading the log over REST meanwhile.`);
+        this.o.onNotice?.(
+          `Live connection lost (${reason}); reconnecting, and reading the log over REST meanwhile.`,
+        );
         this.lostNoticeShown = true;
       }
-      if (reason === 'io server disconnect') setTimeout(() => !this.settled && socket.connect(), this.pollMs).unref();
+      if (reason === 'io server disconnect') setTimeout(() => !this.settled && socket.connect(), 500).unref();
       this.schedule(0);
     });
     socket.on('connect_error', () => {
       this.joined = false;
       // A refused handshake is not retried by socket.io itself; try again later, REST meanwhile.
-      if (!socket.active) setTimeout(() => !this.settled && socket.connect(), Math.max(this.pollMs, 2000)).unref();
+      if (!socket.active)
+        setTimeout(() => !this.settled && socket.connect(), Math.max(this.pollMs, 2000)).unref();
     });
+  }
+
+  private onJoinAck(socket: Socket, raw: unknown): void {
+    if (!socket.connected) return;
+    const parsed = JoinAck.safeParse(raw);
+    if (!parsed.success) return;
+    const ack = parsed.data;
+    this.stats.joins += 1;
+    if (!ack.ok) {
+      const code = ack.error?.code ?? 'join_refused';
+      const message = ack.error?.message ?? 'the hub refused to join this run';
+      if (/auth|token|forbidden|denied|permission/i.test(code))
+        throw new CliError(EXIT.auth, `Cannot follow run ${this.o.runId}: ${message}`, code);
+      if (/not_found|unknown/i.test(code))
+        throw new CliError(
+          EXIT.badInput,
+          `Run ${this.o.runId} was not found: ${message}. Copy the full Run ID from the run page.`,
+          code,
+        );
+      this.o.onNotice?.(`Live log refused (${code}: ${message}); following over REST instead.`);
+      return;
+    }
+    this.joined = true;
+    this.offlineSince = null;
+    if (this.lostNoticeShown) {
+      this.o.onNotice?.('Live connection restored.');
+      this.lostNoticeShown = false;
+    }
+    if (ack.run) {
+      this.o.onStatus?.(ack.run);
+      if (isTerminal(ack.run)) this.startFinishing();
+    }
   }
 
   private startFinishing(): void {
@@ -277,7 +305,11 @@ export async function waitForRun(o: WaitOptions): Promise<{ run: RunView; timedO
     }
     const left = o.timeoutMs - (Date.now() - started);
     if (left <= 0) {
-      if (!last) throw new CliError(EXIT.network, `Could not read run ${o.runId} before the wait ran out; check the connection with \`dryft doctor\`.`);
+      if (!last)
+        throw new CliError(
+          EXIT.network,
+          `Could not read run ${o.runId} before the wait ran out; check the connection with \`dryft doctor\`.`,
+        );
       return { run: last, timedOut: true };
     }
     await sleep(Math.min(o.pollMs ?? 2000, left));

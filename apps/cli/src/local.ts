@@ -25,7 +25,10 @@ async function statOrFail(target: string) {
   try {
     return await fs.stat(target);
   } catch {
-    throw new CliError(EXIT.badInput, `${target} does not exist. Pass the engine folder (e.g. engine), a .tar.gz archive or a submission.py.`);
+    throw new CliError(
+      EXIT.badInput,
+      `${target} does not exist. Pass the engine folder (e.g. engine), a .tar.gz archive or a submission.py.`,
+    );
   }
 }
 
@@ -76,12 +79,14 @@ export async function checkLocal(target: string, kindHint?: LocalKind): Promise<
   if (kind === 'folder') {
     const packed = await packLocalFolder(target);
     if (!packed.bytes) {
-      const verdicts: RuleVerdict[] = (Object.keys(ARCHIVE_RULES) as (keyof typeof ARCHIVE_RULES)[]).map((rule) => ({
-        rule,
-        title: ARCHIVE_RULES[rule],
-        passed: rule !== 'entry_types',
-        problems: rule === 'entry_types' ? [packed.problem ?? 'cannot package this folder'] : [],
-      }));
+      const verdicts: RuleVerdict[] = (Object.keys(ARCHIVE_RULES) as (keyof typeof ARCHIVE_RULES)[]).map(
+        (rule) => ({
+          rule,
+          title: ARCHIVE_RULES[rule],
+          passed: rule !== 'entry_types',
+          problems: rule === 'entry_types' ? [packed.problem ?? 'cannot package this folder'] : [],
+        }),
+      );
       return { kind, target, ok: false, verdicts, bytes: null, uploadName: 'submission.tar.gz', files: [] };
     }
     bytes = packed.bytes;

@@ -8,7 +8,17 @@ export interface Streams {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
 }
 
-const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, gray: 90, bold: 1, dim: 2 } as const;
+const CODES = {
+  red: 31,
+  green: 32,
+  yellow: 33,
+  blue: 34,
+  magenta: 35,
+  cyan: 36,
+  gray: 90,
+  bold: 1,
+  dim: 2,
+} as const;
 export type Colour = keyof typeof CODES;
 
 export class Output {
@@ -79,7 +89,9 @@ export class Output {
 
   /** A table with a header row; columns padded to their widest cell. */
   table(headers: string[], rows: string[][]): void {
-    const widths = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ''))));
+    const widths = headers.map((h, i) =>
+      Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ''))),
+    );
     const fmt = (cells: string[]) =>
       cells
         .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(widths[i] - visibleLength(c))))

@@ -22,10 +22,14 @@ export async function doctor(ctx: Context): Promise<number> {
   const fail = (code: number) => {
     if (exit === EXIT.ok) exit = code;
   };
-  checks.push({ name: 'cli', ok: true, detail: `dryft ${CLI_VERSION}, Node ${process.versions.node}, ${process.platform}-${process.arch}` });
+  checks.push({
+    name: 'cli',
+    ok: true,
+    detail: `dryft ${CLI_VERSION}, Node ${process.versions.node}, ${process.platform}-${process.arch}`,
+  });
   checks.push({ name: 'api url', ok: true, detail: `${s.apiUrl} (from ${s.apiUrlSource})` });
 
-  const anon = new ApiClient(s.apiUrl, undefined, s.tokenSource);
+  const anon = new ApiClient(s.apiUrl, undefined, s.tokenSource, ctx.retryBaseMs);
   let health: z.infer<typeof HealthView> | undefined;
   try {
     const t0 = Date.now();
@@ -34,7 +38,10 @@ export async function doctor(ctx: Context): Promise<number> {
       name: 'api reachable',
       ok: health.status === 'ok',
       detail: `hub ${health.version}, database ${health.db}, answered in ${Date.now() - t0} ms`,
-      hint: health.status === 'ok' ? undefined : 'The hub is up but degraded; runs may wait. Tell the event organizer if it persists.',
+      hint:
+        health.status === 'ok'
+          ? undefined
+          : 'The hub is up but degraded; runs may wait. Tell the event organizer if it persists.',
     });
     if (health.status !== 'ok') fail(EXIT.server);
   } catch (err) {
@@ -43,26 +50,48 @@ export async function doctor(ctx: Context): Promise<number> {
       name: 'api reachable',
       ok: false,
       detail: e.message.split('\n')[0],
-      hint: e instanceof NetworkError ? 'Check DRYFT_API_URL (or --api-url) and your network; the hub must be running.' : undefined,
+      hint:
+        e instanceof NetworkError
+          ? 'Check DRYFT_API_URL (or --api-url) and your network; the hub must be running.'
+          : undefined,
     });
     fail(e.exitCode ?? EXIT.network);
   }
 
   if (!s.token) {
-    checks.push({ name: 'token', ok: false, detail: `no token: ${s.tokenSource}`, hint: 'Set DRYFT_TOKEN in this terminal or run `dryft login`.' });
+    checks.push({
+      name: 'token',
+      ok: false,
+      detail: `no token: ${s.tokenSource}`,
+      hint: 'Set DRYFT_TOKEN in this terminal or run `dryft login`.',
+    });
     fail(EXIT.auth);
   } else {
     const fmt = checkTokenFormat(s.token, 'pat');
     if (!fmt.ok) {
-      checks.push({ name: 'token', ok: false, detail: `from ${s.tokenSource}: ${fmt.message}`, hint: tokenAdvice(s.tokenSource) });
+      checks.push({
+        name: 'token',
+        ok: false,
+        detail: `from ${s.tokenSource}: ${fmt.message}`,
+        hint: tokenAdvice(s.tokenSource),
+      });
       fail(EXIT.auth);
     } else {
-      checks.push({ name: 'token format', ok: true, detail: `dryft_pat_… from ${s.tokenSource} (shape and checksum fine)` });
+      checks.push({
+        name: 'token format',
+        ok: true,
+        detail: `dryft_pat_… from ${s.tokenSource} (shape and checksum fine)`,
+      });
       if (s.tokenSource.startsWith('the config file') && (await isTooOpen(s.configFile))) {
-        checks.push({ name: 'config file', ok: false, detail: `${s.configFile} is readable by other users`, hint: `Run: chmod 600 ${s.configFile}` });
+        checks.push({
+          name: 'config file',
+          ok: false,
+          detail: `${s.configFile} is readable by other users`,
+          hint: `Run: chmod 600 ${s.configFile}`,
+        });
       }
       if (health) {
-        const api = new ApiClient(s.apiUrl, s.token, s.tokenSource);
+        const api = new ApiClient(s.apiUrl, s.token, s.tokenSource, ctx.retryBaseMs);
         try {
           const me = await api.call(MeView, '/api/me');
           const team = me.teams.find((t) => t.id === me.activeTeamId);
@@ -70,7 +99,9 @@ export async function doctor(ctx: Context): Promise<number> {
           checks.push({
             name: 'team',
             ok: Boolean(team),
-            detail: team ? `${team.name} (${team.slug}), your role: ${team.role}, ${team.memberCount} member(s)` : 'the token has no team',
+            detail: team
+              ? `${team.name} (${team.slug}), your role: ${team.role}, ${team.memberCount} member(s)`
+              : 'the token has no team',
           });
         } catch (err) {
           const e = err as CliError;
@@ -100,14 +131,24 @@ export async function doctor(ctx: Context): Promise<number> {
   }
 
   if (ctx.json) {
-    ctx.out.data({ ok: exit === EXIT.ok, checks, apiUrl: s.apiUrl, cliVersion: CLI_VERSION, hubVersion: health?.version ?? null });
+    ctx.out.data({
+      ok: exit === EXIT.ok,
+      checks,
+      apiUrl: s.apiUrl,
+      cliVersion: CLI_VERSION,
+      hubVersion: health?.version ?? null,
+    });
   } else {
     for (const c of checks) {
       const mark = c.ok ? ctx.out.paint('green', 'ok  ') : ctx.out.paint('red', 'FAIL');
       ctx.out.line(`${mark} ${c.name.padEnd(14)} ${c.detail}`);
       if (!c.ok && c.hint) for (const h of c.hint.split('\n')) ctx.out.line(`     ${' '.repeat(14)} ${h}`);
     }
-    ctx.out.line(exit === EXIT.ok ? 'Everything looks fine.' : 'Fix the FAIL lines above, then run `dryft doctor` again.');
+    ctx.out.line(
+      exit === EXIT.ok
+        ? 'Everything looks fine.'
+        : 'Fix the FAIL lines above, then run `dryft doctor` again.',
+    );
   }
   return exit;
 }
@@ -122,12 +163,16 @@ export async function login(ctx: Context, opts: { tokenStdin?: boolean; verify?:
     ctx.out.note('Paste a team API token (a team owner or admin creates one under Team → API tokens).');
     token = (await ctx.readSecret('Token (input hidden): ')).trim();
   }
-  if (!token) throw new CliError(EXIT.badInput, 'No token given. Pipe it on stdin (`dryft login --token-stdin < file`) or paste it at the prompt.');
+  if (!token)
+    throw new CliError(
+      EXIT.badInput,
+      'No token given. Pipe it on stdin (`dryft login --token-stdin < file`) or paste it at the prompt.',
+    );
   const fmt = checkTokenFormat(token, 'pat');
   if (!fmt.ok) throw new CliError(EXIT.auth, `Not saved: ${fmt.message}`, `token_${fmt.reason}`);
   let who: string | null = null;
   if (opts.verify !== false) {
-    const api = new ApiClient(s.apiUrl, token, 'the token you just entered');
+    const api = new ApiClient(s.apiUrl, token, 'the token you just entered', ctx.retryBaseMs);
     const me = await api.call(MeView, '/api/me');
     const team = me.teams.find((t) => t.id === me.activeTeamId);
     who = `${me.user.login}${team ? ` on team ${team.name}` : ''}`;
@@ -136,8 +181,11 @@ export async function login(ctx: Context, opts: { tokenStdin?: boolean; verify?:
   await writeConfig(s.configFile, { ...current, token, savedAt: new Date().toISOString() });
   if (ctx.json) ctx.out.data({ saved: true, configFile: s.configFile, actsFor: who });
   else {
-    ctx.out.line(`Saved the token to ${s.configFile} (readable only by you)${who ? `; it acts for ${who}` : ''}.`);
-    if (ctx.env.DRYFT_TOKEN) ctx.out.note('Note: DRYFT_TOKEN is set in this terminal and takes precedence over the saved token.');
+    ctx.out.line(
+      `Saved the token to ${s.configFile} (readable only by you)${who ? `; it acts for ${who}` : ''}.`,
+    );
+    if (ctx.env.DRYFT_TOKEN)
+      ctx.out.note('Note: DRYFT_TOKEN is set in this terminal and takes precedence over the saved token.');
   }
   return EXIT.ok;
 }

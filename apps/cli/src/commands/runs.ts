@@ -36,7 +36,11 @@ export async function getBenchmark(api: ApiClient, id: string): Promise<PublicBe
     return await api.call(PublicBenchmark, `/api/benchmarks/${encodeURIComponent(id)}`);
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) {
-      throw new CliError(EXIT.badInput, `There is no benchmark "${id}". \`dryft doctor\` lists the benchmarks of this hub.`, err.code);
+      throw new CliError(
+        EXIT.badInput,
+        `There is no benchmark "${id}". \`dryft doctor\` lists the benchmarks of this hub.`,
+        err.code,
+      );
     }
     throw err;
   }
@@ -46,9 +50,14 @@ export async function getBenchmark(api: ApiClient, id: string): Promise<PublicBe
  * Checks --tier/--dataset against the benchmark before anything is sent: a tiered benchmark needs
  * a tier, and a tier with practice datasets needs one of them (the single-file page's rule).
  */
-export function checkTierAndDataset(b: PublicBenchmark, tier?: string, dataset?: string): { tier?: string; dataset?: string; ranked: boolean } {
+export function checkTierAndDataset(
+  b: PublicBenchmark,
+  tier?: string,
+  dataset?: string,
+): { tier?: string; dataset?: string; ranked: boolean } {
   if (!b.tiers || b.tiers.length === 0) {
-    if (tier || dataset) throw new CliError(EXIT.badInput, `${b.id} has no tiers or datasets; leave out --tier and --dataset.`);
+    if (tier || dataset)
+      throw new CliError(EXIT.badInput, `${b.id} has no tiers or datasets; leave out --tier and --dataset.`);
     return { ranked: true };
   }
   const ids = b.tiers.map((t) => t.id).join(', ');
@@ -58,9 +67,16 @@ export function checkTierAndDataset(b: PublicBenchmark, tier?: string, dataset?:
   if (t.datasets.length > 0) {
     const ds = t.datasets.map((d) => d.id).join(', ');
     if (!dataset) throw new CliError(EXIT.badInput, `The ${t.title} tier needs --dataset (one of: ${ds}).`);
-    if (!t.datasets.some((d) => d.id === dataset)) throw new CliError(EXIT.badInput, `The ${t.title} tier has no dataset "${dataset}"; choose one of: ${ds}.`);
+    if (!t.datasets.some((d) => d.id === dataset))
+      throw new CliError(
+        EXIT.badInput,
+        `The ${t.title} tier has no dataset "${dataset}"; choose one of: ${ds}.`,
+      );
   } else if (dataset) {
-    throw new CliError(EXIT.badInput, `The ${t.title} tier uses its own hidden evaluation; leave out --dataset.`);
+    throw new CliError(
+      EXIT.badInput,
+      `The ${t.title} tier uses its own hidden evaluation; leave out --dataset.`,
+    );
   }
   return { tier: t.id, dataset: t.datasets.length > 0 ? dataset : undefined, ranked: t.ranked };
 }
@@ -86,39 +102,71 @@ export async function confirmRun(ctx: Context, api: ApiClient, r: RunRequest): P
   }
   let quotaText = '';
   try {
-    const quotas = await api.call(QuotaView.array().or(QuotaView), '/api/quota', { query: { benchmark: r.benchmark.id } });
+    const quotas = await api.call(QuotaView.array().or(QuotaView), '/api/quota', {
+      query: { benchmark: r.benchmark.id },
+    });
     const list = Array.isArray(quotas) ? quotas : [quotas];
-    const q = list.find((x) => x.bucket === (r.tier ?? 'official')) ?? list.find((x) => x.bucket === 'official');
+    const q =
+      list.find((x) => x.bucket === (r.tier ?? 'official')) ?? list.find((x) => x.bucket === 'official');
     if (q && q.limit !== null) quotaText = ` You have ${q.remaining} of ${q.limit} left today (UTC).`;
   } catch {
     /* the quota is a courtesy in the question; the server enforces it */
   }
   const what = `${r.submission.name} on ${r.benchmark.title}${r.tier ? `, tier ${r.tier}` : ''}${r.dataset ? `, dataset ${r.dataset}` : ''}`;
-  const ok = await ctx.confirm(`Start an OFFICIAL run of ${what}? It counts for the leaderboard.${quotaText}`);
-  if (!ok) throw new CliError(EXIT.badInput, 'Not started. Use --mode public for feedback without ranking.', 'not_confirmed');
+  const ok = await ctx.confirm(
+    `Start an OFFICIAL run of ${what}? It counts for the leaderboard.${quotaText}`,
+  );
+  if (!ok)
+    throw new CliError(
+      EXIT.badInput,
+      'Not started. Use --mode public for feedback without ranking.',
+      'not_confirmed',
+    );
 }
 
 /** Creates the run with one Idempotency-Key for this intended run, reused on every retry. */
 export async function createRun(ctx: Context, api: ApiClient, r: RunRequest) {
   const key = randomUUID();
-  const body = { mode: r.mode, ...(r.tier ? { tier: r.tier } : {}), ...(r.dataset ? { dataset: r.dataset } : {}), ...(r.mode === 'official' ? { confirm: true } : {}) };
+  const body = {
+    mode: r.mode,
+    ...(r.tier ? { tier: r.tier } : {}),
+    ...(r.dataset ? { dataset: r.dataset } : {}),
+    ...(r.mode === 'official' ? { confirm: true } : {}),
+  };
   try {
-    const { value } = await api.postIdempotent(CreateRunResponse, `/api/submissions/${encodeURIComponent(r.submission.id)}/runs`, body, {
-      key,
-      baseDelayMs: Number(ctx.env.DRYFT_RETRY_BASE_MS) || 500,
-      onRetry: (why, attempt) => ctx.out.note(`Run request uncertain (${why}); retrying with the same Idempotency-Key (attempt ${attempt + 1}).`),
-    });
+    const { value } = await api.postIdempotent(
+      CreateRunResponse,
+      `/api/submissions/${encodeURIComponent(r.submission.id)}/runs`,
+      body,
+      {
+        key,
+        baseDelayMs: Number(ctx.env.DRYFT_RETRY_BASE_MS) || 500,
+        onRetry: (why, attempt) =>
+          ctx.out.note(
+            `Run request uncertain (${why}); retrying with the same Idempotency-Key (attempt ${attempt + 1}).`,
+          ),
+      },
+    );
     return value;
   } catch (err) {
     if (err instanceof ApiError && err.status === 429) {
-      throw new CliError(EXIT.badInput, `${err.message.split('\n')[0]}\nThe daily limit resets at 00:00 UTC; \`dryft runs\` shows today's runs.`, err.code, err.details);
+      throw new CliError(
+        EXIT.badInput,
+        `${err.message.split('\n')[0]}\nThe daily limit resets at 00:00 UTC; \`dryft runs\` shows today's runs.`,
+        err.code,
+        err.details,
+      );
     }
     throw err;
   }
 }
 
 export function describeRun(run: RunView): string {
-  const parts = [`${run.mode}`, run.tier ? `tier ${run.tier}` : '', run.dataset ? `dataset ${run.dataset}` : ''].filter(Boolean);
+  const parts = [
+    `${run.mode}`,
+    run.tier ? `tier ${run.tier}` : '',
+    run.dataset ? `dataset ${run.dataset}` : '',
+  ].filter(Boolean);
   return parts.join(', ');
 }
 
@@ -133,7 +181,12 @@ export function exitForRun(run: RunView): number {
 }
 
 /** Waits for the run with a progress line on stderr, then prints how it ended. */
-export async function waitAndReport(ctx: Context, api: ApiClient, run: RunView, seconds: number): Promise<{ run: RunView; exit: number }> {
+export async function waitAndReport(
+  ctx: Context,
+  api: ApiClient,
+  run: RunView,
+  seconds: number,
+): Promise<{ run: RunView; exit: number }> {
   const timeoutMs = seconds * 1000;
   let lastStatus = run.status;
   const { run: final, timedOut } = await waitForRun({
@@ -143,28 +196,38 @@ export async function waitAndReport(ctx: Context, api: ApiClient, run: RunView, 
     pollMs: ctx.pollMs,
     onNotice: (m) => ctx.out.note(m),
     onUpdate: (r, elapsed) => {
-      if (r.status !== lastStatus && !ctx.out.progressEnabled && !ctx.json) ctx.out.note(`run ${r.id}: ${r.status}`);
+      if (r.status !== lastStatus && !ctx.out.progressEnabled && !ctx.json)
+        ctx.out.note(`run ${r.id}: ${r.status}`);
       lastStatus = r.status;
       const q = r.queuePosition ? ` (queue position ${r.queuePosition})` : '';
-      ctx.out.progress(`${bar(elapsed / timeoutMs)} ${r.status}${q}  ${formatDuration(elapsed / 1000)} of ${formatDuration(seconds)}`);
+      ctx.out.progress(
+        `${bar(elapsed / timeoutMs)} ${r.status}${q}  ${formatDuration(elapsed / 1000)} of ${formatDuration(seconds)}`,
+      );
     },
   });
   ctx.out.clearProgress();
   if (timedOut) {
     if (ctx.json) ctx.out.data({ run: final, timedOut: true });
-    else ctx.out.line(`Still ${final.status} after ${formatDuration(seconds)}. Follow it with \`dryft result ${final.id} --wait\` or \`dryft logs ${final.id} --follow\`.`);
+    else
+      ctx.out.line(
+        `Still ${final.status} after ${formatDuration(seconds)}. Follow it with \`dryft result ${final.id} --wait\` or \`dryft logs ${final.id} --follow\`.`,
+      );
     return { run: final, exit: EXIT.waitTimeout };
   }
   return { run: final, exit: exitForRun(final) };
 }
 
 export function printRunLine(ctx: Context, run: RunView): void {
-  ctx.out.line(`Run ${run.id}: ${paintStatus(ctx, run.status)} (${describeRun(run)})${run.score !== null ? `, score ${formatScore(run.score)}` : ''}`);
+  ctx.out.line(
+    `Run ${run.id}: ${paintStatus(ctx, run.status)} (${describeRun(run)})${run.score !== null ? `, score ${formatScore(run.score)}` : ''}`,
+  );
   if (run.failureCode) ctx.out.line(`  ${ctx.out.paint('red', run.failureCode)}: ${run.message ?? ''}`);
   else if (run.message && run.status !== 'succeeded') ctx.out.line(`  ${run.message}`);
   if (run.cancelReason) ctx.out.line(`  canceled: ${run.cancelReason}`);
   if (run.status === 'failed' && (run.failureCode === 'infra_error' || run.failureCode === 'harness_error')) {
-    ctx.out.line('  This is an infrastructure failure: retry once; if it persists, contact the organizer with the full Run ID, the message and the time.');
+    ctx.out.line(
+      '  This is an infrastructure failure: retry once; if it persists, contact the organizer with the full Run ID, the message and the time.',
+    );
   }
 }
 
@@ -176,22 +239,39 @@ export async function runCmd(
 ): Promise<number> {
   const { api } = await ctx.api();
   const wait = opts.wait !== undefined ? parseSeconds(opts.wait, '--wait') : undefined;
-  const submission = await api.call(SubmissionView, `/api/submissions/${encodeURIComponent(submissionId)}`).catch((e) => notFoundHint(e, 'submission', submissionId));
+  const submission = await api
+    .call(SubmissionView, `/api/submissions/${encodeURIComponent(submissionId)}`)
+    .catch((e) => notFoundHint(e, 'submission', submissionId));
   const benchmark = await getBenchmark(api, submission.benchmarkId);
   const td = checkTierAndDataset(benchmark, opts.tier, opts.dataset);
   const mode = RunMode.parse(opts.mode ?? (benchmark.tiers?.length && td.ranked ? 'official' : 'public'));
-  return startAndReport(ctx, api, { submission, benchmark, mode, tier: td.tier, dataset: td.dataset, yes: opts.yes }, wait);
+  return startAndReport(
+    ctx,
+    api,
+    { submission, benchmark, mode, tier: td.tier, dataset: td.dataset, yes: opts.yes },
+    wait,
+  );
 }
 
-export async function startAndReport(ctx: Context, api: ApiClient, req: RunRequest, wait: number | undefined): Promise<number> {
+export async function startAndReport(
+  ctx: Context,
+  api: ApiClient,
+  req: RunRequest,
+  wait: number | undefined,
+): Promise<number> {
   await confirmRun(ctx, api, req);
   const created = await createRun(ctx, api, req);
   const run = created.run;
   if (wait === undefined) {
     if (ctx.json) ctx.out.data(created);
     else {
-      ctx.out.line(`Started ${run.mode} run ${run.id} of ${req.submission.name}: ${run.status}${run.queuePosition ? ` (queue position ${run.queuePosition})` : ''}.`);
-      if (created.quota.limit !== null) ctx.out.line(`Daily limit (${created.quota.bucket}): ${created.quota.remaining} of ${created.quota.limit} left, resets ${shortTime(created.quota.resetsAt)} UTC.`);
+      ctx.out.line(
+        `Started ${run.mode} run ${run.id} of ${req.submission.name}: ${run.status}${run.queuePosition ? ` (queue position ${run.queuePosition})` : ''}.`,
+      );
+      if (created.quota.limit !== null)
+        ctx.out.line(
+          `Daily limit (${created.quota.bucket}): ${created.quota.remaining} of ${created.quota.limit} left, resets ${shortTime(created.quota.resetsAt)} UTC.`,
+        );
       ctx.out.line(`Follow it: dryft logs ${run.id} --follow    Result: dryft result ${run.id} --wait`);
     }
     return EXIT.ok;
@@ -206,12 +286,16 @@ export async function startAndReport(ctx: Context, api: ApiClient, req: RunReque
 
 export function parseSeconds(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new CliError(EXIT.badInput, `${flag} takes a number of seconds, e.g. ${flag} 3000.`);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new CliError(EXIT.badInput, `${flag} takes a number of seconds, e.g. ${flag} 3000.`);
   return n;
 }
 
 /** `dryft runs` */
-export async function runsCmd(ctx: Context, opts: { benchmark?: string; status?: string; limit?: string; cursor?: string }): Promise<number> {
+export async function runsCmd(
+  ctx: Context,
+  opts: { benchmark?: string; status?: string; limit?: string; cursor?: string },
+): Promise<number> {
   const { api } = await ctx.api();
   if (opts.status && !RunStatus.safeParse(opts.status).success) {
     throw new CliError(EXIT.badInput, `--status is one of: ${RunStatus.options.join(', ')}.`);
@@ -253,15 +337,22 @@ function printLogLine(ctx: Context, line: LogLine): void {
 }
 
 /** `dryft logs RUN_ID [--follow] [--after SEQ]` */
-export async function logsCmd(ctx: Context, runId: string, opts: { follow?: boolean; after?: string }): Promise<number> {
+export async function logsCmd(
+  ctx: Context,
+  runId: string,
+  opts: { follow?: boolean; after?: string },
+): Promise<number> {
   const { api, token } = await ctx.api();
   const after = opts.after !== undefined ? Number(opts.after) : 0;
-  if (!Number.isInteger(after) || after < 0) throw new CliError(EXIT.badInput, '--after takes a line number (seq), e.g. --after 120.');
+  if (!Number.isInteger(after) || after < 0)
+    throw new CliError(EXIT.badInput, '--after takes a line number (seq), e.g. --after 120.');
   if (!opts.follow) {
     let cursor = after;
     for (;;) {
       const page = await api
-        .call(LogsPage, `/api/runs/${encodeURIComponent(runId)}/logs`, { query: { after: cursor, limit: 500 } })
+        .call(LogsPage, `/api/runs/${encodeURIComponent(runId)}/logs`, {
+          query: { after: cursor, limit: 500 },
+        })
         .catch((e) => notFoundHint(e, 'run', runId));
       for (const line of page.items) printLogLine(ctx, line);
       if (page.items.length === 0 || page.nextAfter <= cursor) break;
@@ -270,8 +361,13 @@ export async function logsCmd(ctx: Context, runId: string, opts: { follow?: bool
     return EXIT.ok;
   }
   // Fail fast on a wrong id or token before opening the live connection.
-  const run = await api.call(RunView, `/api/runs/${encodeURIComponent(runId)}`).catch((e) => notFoundHint(e, 'run', runId));
-  if (!ctx.json) ctx.out.note(`Following run ${run.id} (${describeRun(run)}, ${run.status}); Ctrl-C stops following, not the run.`);
+  const run = await api
+    .call(RunView, `/api/runs/${encodeURIComponent(runId)}`)
+    .catch((e) => notFoundHint(e, 'run', runId));
+  if (!ctx.json)
+    ctx.out.note(
+      `Following run ${run.id} (${describeRun(run)}, ${run.status}); Ctrl-C stops following, not the run.`,
+    );
   const follower = new LogFollower({
     api,
     token,
@@ -297,9 +393,15 @@ function printRunLineTo(ctx: Context, run: RunView): void {
 }
 
 /** `dryft result RUN_ID [--wait] [--timeout S]` */
-export async function resultCmd(ctx: Context, runId: string, opts: { wait?: boolean; timeout?: string }): Promise<number> {
+export async function resultCmd(
+  ctx: Context,
+  runId: string,
+  opts: { wait?: boolean; timeout?: string },
+): Promise<number> {
   const { api } = await ctx.api();
-  let run = await api.call(RunView, `/api/runs/${encodeURIComponent(runId)}`).catch((e) => notFoundHint(e, 'run', runId));
+  let run = await api
+    .call(RunView, `/api/runs/${encodeURIComponent(runId)}`)
+    .catch((e) => notFoundHint(e, 'run', runId));
   if (opts.wait && !isTerminal(run)) {
     const seconds = opts.timeout !== undefined ? parseSeconds(opts.timeout, '--timeout') : 3600;
     const done = await waitAndReport(ctx, api, run, seconds);
@@ -312,8 +414,14 @@ export async function resultCmd(ctx: Context, runId: string, opts: { wait?: bool
     return exitForRun(result.run);
   }
   printRunLine(ctx, result.run);
-  if (!isTerminal(result.run)) ctx.out.line(`  Not finished yet (${result.run.status}); results so far. Add --wait to wait for the end.`);
-  if (result.score !== null) ctx.out.line(`Score: ${ctx.out.paint('bold', formatScore(result.score))}${result.run.mode === 'official' ? ' (official)' : ' (public: feedback only, never ranked)'}`);
+  if (!isTerminal(result.run))
+    ctx.out.line(
+      `  Not finished yet (${result.run.status}); results so far. Add --wait to wait for the end.`,
+    );
+  if (result.score !== null)
+    ctx.out.line(
+      `Score: ${ctx.out.paint('bold', formatScore(result.score))}${result.run.mode === 'official' ? ' (official)' : ' (public: feedback only, never ranked)'}`,
+    );
   if (result.detail) {
     ctx.out.line('Detail:');
     for (const l of result.detail.split('\n').slice(0, 40)) ctx.out.line(`  ${l}`);
@@ -322,7 +430,11 @@ export async function resultCmd(ctx: Context, runId: string, opts: { wait?: bool
     ctx.out.line('');
     ctx.out.table(
       ['CHECK', 'RESULT', 'DETAIL'],
-      result.checks.map((c) => [c.name, c.passed ? ctx.out.paint('green', 'pass') : ctx.out.paint('red', 'FAIL'), c.detail]),
+      result.checks.map((c) => [
+        c.name,
+        c.passed ? ctx.out.paint('green', 'pass') : ctx.out.paint('red', 'FAIL'),
+        c.detail,
+      ]),
     );
   }
   if (result.workloads.length) {
@@ -330,13 +442,24 @@ export async function resultCmd(ctx: Context, runId: string, opts: { wait?: bool
     const n = (v: number | null, d = 2) => (v === null ? '-' : v.toFixed(d));
     ctx.out.table(
       ['WORKLOAD', 'SAMPLES', 'TPS', 'TTFT ms', 'TPOT ms', 'SPREAD %', 'SPEEDUP'],
-      result.workloads.map((w) => [w.workload, String(w.samples), n(w.tps, 1), n(w.ttftMs), n(w.tpotMs, 3), n(w.spreadPct, 1), n(w.speedup, 3)]),
+      result.workloads.map((w) => [
+        w.workload,
+        String(w.samples),
+        n(w.tps, 1),
+        n(w.ttftMs),
+        n(w.tpotMs, 3),
+        n(w.spreadPct, 1),
+        n(w.speedup, 3),
+      ]),
     );
   }
   const metrics = Object.entries(result.metrics);
   if (metrics.length) {
     ctx.out.line('');
-    ctx.out.table(['METRIC', 'VALUE'], metrics.map(([k, v]) => [k, String(v)]));
+    ctx.out.table(
+      ['METRIC', 'VALUE'],
+      metrics.map(([k, v]) => [k, String(v)]),
+    );
   }
   return exitForRun(result.run);
 }
@@ -344,14 +467,20 @@ export async function resultCmd(ctx: Context, runId: string, opts: { wait?: bool
 /** `dryft rank RUN_ID` */
 export async function rankCmd(ctx: Context, runId: string): Promise<number> {
   const { api } = await ctx.api();
-  const rank = await api.call(RankView, `/api/runs/${encodeURIComponent(runId)}/rank`).catch((e) => notFoundHint(e, 'run', runId));
+  const rank = await api
+    .call(RankView, `/api/runs/${encodeURIComponent(runId)}/rank`)
+    .catch((e) => notFoundHint(e, 'run', runId));
   if (ctx.json) {
     ctx.out.data(rank);
     return EXIT.ok;
   }
-  ctx.out.line(`Run ${rank.runId} (${rank.mode}, ${rank.status}) on ${rank.benchmarkId}: score ${formatScore(rank.score)}`);
+  ctx.out.line(
+    `Run ${rank.runId} (${rank.mode}, ${rank.status}) on ${rank.benchmarkId}: score ${formatScore(rank.score)}`,
+  );
   if (rank.eligible && rank.rank !== null) {
-    ctx.out.line(`Rank ${ctx.out.paint('bold', String(rank.rank))} of ${rank.entries}${rank.isBest ? ' — your current best on the board' : ' — not your best; the board keeps your best score'}.`);
+    ctx.out.line(
+      `Rank ${ctx.out.paint('bold', String(rank.rank))} of ${rank.entries}${rank.isBest ? ' — your current best on the board' : ' — not your best; the board keeps your best score'}.`,
+    );
   } else {
     ctx.out.line(`Not ranked: ${rank.reason}`);
   }
@@ -364,7 +493,10 @@ export async function cancelCmd(ctx: Context, runId: string, opts: { reason: str
   const reason = opts.reason.trim();
   if (!reason) throw new CliError(EXIT.badInput, 'Say why with --reason "…" (shown in the run history).');
   const res = await api
-    .call(CancelRunResponse, `/api/runs/${encodeURIComponent(runId)}/cancel`, { method: 'POST', json: { reason } })
+    .call(CancelRunResponse, `/api/runs/${encodeURIComponent(runId)}/cancel`, {
+      method: 'POST',
+      json: { reason },
+    })
     .catch((e) => notFoundHint(e, 'run', runId));
   if (ctx.json) ctx.out.data(res);
   else {

@@ -10,8 +10,17 @@ import { checkTierAndDataset, getBenchmark, parseSeconds, startAndReport } from 
 export const DEFAULT_ARCHIVE_BENCHMARK = 'qwen3-4b-decode';
 export const DEFAULT_FILE_BENCHMARK = 'deep-recurrence';
 
-async function upload(ctx: Context, api: ApiClient, benchmark: string, name: string, content: Buffer): Promise<UploadResponse> {
-  const { body, contentType } = multipart({ benchmark }, { field: 'file', name, content, type: name.endsWith('.py') ? 'text/x-python' : 'application/gzip' });
+async function upload(
+  ctx: Context,
+  api: ApiClient,
+  benchmark: string,
+  name: string,
+  content: Buffer,
+): Promise<UploadResponse> {
+  const { body, contentType } = multipart(
+    { benchmark },
+    { field: 'file', name, content, type: name.endsWith('.py') ? 'text/x-python' : 'application/gzip' },
+  );
   const started = Date.now();
   // Only a connection that never opened is retried: an upload has no idempotency key, and a retry
   // after the bytes left could store the submission twice.
@@ -23,12 +32,17 @@ async function upload(ctx: Context, api: ApiClient, benchmark: string, name: str
         headers: { 'content-type': contentType },
         timeoutMs: 120_000,
         onUploadProgress: (sent, total) =>
-          ctx.out.progress(`uploading ${bar(sent / total)} ${formatBytes(sent)} / ${formatBytes(total)}  ${((Date.now() - started) / 1000).toFixed(1)} s`),
+          ctx.out.progress(
+            `uploading ${bar(sent / total)} ${formatBytes(sent)} / ${formatBytes(total)}  ${((Date.now() - started) / 1000).toFixed(1)} s`,
+          ),
       });
       ctx.out.clearProgress();
       if (res.status === 422) {
         const err = api.errorFrom(res);
-        const verdicts = (err.details as { verdicts?: { rule: string; title: string; passed: boolean; problems: string[] }[] } | undefined)?.verdicts;
+        const verdicts = (
+          err.details as
+            { verdicts?: { rule: string; title: string; passed: boolean; problems: string[] }[] } | undefined
+        )?.verdicts;
         if (verdicts && !ctx.json) {
           ctx.out.line('The hub refused the upload:');
           for (const v of verdicts.filter((x) => !x.passed)) {
@@ -36,7 +50,12 @@ async function upload(ctx: Context, api: ApiClient, benchmark: string, name: str
             for (const p of v.problems) ctx.out.line(`        - ${p}`);
           }
         }
-        throw new CliError(EXIT.badInput, `Upload refused (${err.code}): ${err.message}`, err.code, err.details);
+        throw new CliError(
+          EXIT.badInput,
+          `Upload refused (${err.code}): ${err.message}`,
+          err.code,
+          err.details,
+        );
       }
       return api.parse(UploadResponse, res);
     } catch (err) {
@@ -58,7 +77,8 @@ export async function submitCmd(
   opts: { benchmark?: string; tier?: string; dataset?: string; mode?: string; wait?: string; yes?: boolean },
 ): Promise<number> {
   const kind = await detectKind(target);
-  const benchmarkId = opts.benchmark ?? (kind === 'file' ? DEFAULT_FILE_BENCHMARK : DEFAULT_ARCHIVE_BENCHMARK);
+  const benchmarkId =
+    opts.benchmark ?? (kind === 'file' ? DEFAULT_FILE_BENCHMARK : DEFAULT_ARCHIVE_BENCHMARK);
   const wait = opts.wait !== undefined ? parseSeconds(opts.wait, '--wait') : undefined;
   // Offline first: a folder that the hub would refuse never leaves the machine.
   const check = await checkLocal(target, kind);
@@ -66,7 +86,9 @@ export async function submitCmd(
     if (ctx.json) ctx.out.data({ ok: false, verdicts: check.verdicts });
     else {
       printVerdicts(ctx, check);
-      ctx.out.line(`${ctx.out.paint('red', 'Not submitted')}: fix the FAIL lines above (\`dryft validate ${target}\` checks again).`);
+      ctx.out.line(
+        `${ctx.out.paint('red', 'Not submitted')}: fix the FAIL lines above (\`dryft validate ${target}\` checks again).`,
+      );
     }
     return EXIT.badInput;
   }
@@ -82,7 +104,10 @@ export async function submitCmd(
     );
   }
   if (!benchmark.submissionsOpen) {
-    throw new CliError(EXIT.badInput, `Submissions to ${benchmark.id} are closed right now${benchmark.announcement ? `: ${benchmark.announcement}` : ''}. Check the announcement for reopening.`);
+    throw new CliError(
+      EXIT.badInput,
+      `Submissions to ${benchmark.id} are closed right now${benchmark.announcement ? `: ${benchmark.announcement}` : ''}. Check the announcement for reopening.`,
+    );
   }
   // A tiered (single-file) submission starts its run at once, so tier and dataset are checked, and
   // an official run confirmed, before anything is uploaded.
@@ -90,11 +115,21 @@ export async function submitCmd(
   let runPlan: { mode: RunMode; tier?: string; dataset?: string } | undefined;
   if (tiered) {
     const td = checkTierAndDataset(benchmark, opts.tier, opts.dataset);
-    runPlan = { mode: RunMode.parse(opts.mode ?? (td.ranked ? 'official' : 'public')), tier: td.tier, dataset: td.dataset };
+    runPlan = {
+      mode: RunMode.parse(opts.mode ?? (td.ranked ? 'official' : 'public')),
+      tier: td.tier,
+      dataset: td.dataset,
+    };
   } else if (opts.tier || opts.dataset) {
-    throw new CliError(EXIT.badInput, `${benchmark.id} has no tiers or datasets; submit without --tier/--dataset, then \`dryft run SUBMISSION_ID --mode public\`.`);
+    throw new CliError(
+      EXIT.badInput,
+      `${benchmark.id} has no tiers or datasets; submit without --tier/--dataset, then \`dryft run SUBMISSION_ID --mode public\`.`,
+    );
   } else if (opts.mode || opts.wait) {
-    throw new CliError(EXIT.badInput, 'Uploading an engine does not start a run: submit first, then `dryft run SUBMISSION_ID --mode public|official [--wait SECONDS]`.');
+    throw new CliError(
+      EXIT.badInput,
+      'Uploading an engine does not start a run: submit first, then `dryft run SUBMISSION_ID --mode public|official [--wait SECONDS]`.',
+    );
   }
   if (runPlan?.mode === 'official' && !opts.yes && !ctx.interactive) {
     throw new CliError(
@@ -104,7 +139,9 @@ export async function submitCmd(
     );
   }
   if (runPlan?.mode === 'official' && !opts.yes) {
-    const ok = await ctx.confirm(`Upload ${target} and start an OFFICIAL ${runPlan.tier} run on ${benchmark.title}? It counts for the ranking and the daily limit.`);
+    const ok = await ctx.confirm(
+      `Upload ${target} and start an OFFICIAL ${runPlan.tier} run on ${benchmark.title}? It counts for the ranking and the daily limit.`,
+    );
     if (!ok) throw new CliError(EXIT.badInput, 'Not submitted.', 'not_confirmed');
   }
   const uploaded = await upload(ctx, api, benchmark.id, check.uploadName, check.bytes);
@@ -112,7 +149,9 @@ export async function submitCmd(
   if (!runPlan) {
     if (ctx.json) ctx.out.data(uploaded);
     else {
-      ctx.out.note(`Uploaded ${sub.name}: ${sub.fileCount} file(s), ${formatBytes(sub.sizeBytes)}, sha256 ${sub.sha256.slice(0, 12)}…`);
+      ctx.out.note(
+        `Uploaded ${sub.name}: ${sub.fileCount} file(s), ${formatBytes(sub.sizeBytes)}, sha256 ${sub.sha256.slice(0, 12)}…`,
+      );
       ctx.out.note(`Start a run: dryft run ${sub.id} --mode public`);
       // The id alone on stdout, so `ID=$(dryft submit engine)` works.
       ctx.out.line(sub.id);
@@ -124,7 +163,10 @@ export async function submitCmd(
 }
 
 /** `dryft submissions` */
-export async function submissionsCmd(ctx: Context, opts: { benchmark?: string; limit?: string; cursor?: string }): Promise<number> {
+export async function submissionsCmd(
+  ctx: Context,
+  opts: { benchmark?: string; limit?: string; cursor?: string },
+): Promise<number> {
   const { api } = await ctx.api();
   const page = await api.call(Paginated(SubmissionView), '/api/submissions', {
     query: { benchmark: opts.benchmark, limit: opts.limit ?? 20, cursor: opts.cursor },
@@ -139,9 +181,16 @@ export async function submissionsCmd(ctx: Context, opts: { benchmark?: string; l
   }
   ctx.out.table(
     ['SUBMISSION ID', 'NAME', 'BENCHMARK', 'FILES', 'SIZE', 'SOURCE', 'CREATED (UTC)'],
-    page.items.map((s) => [s.id, s.name, s.benchmarkId, String(s.fileCount), formatBytes(s.sizeBytes), s.commitSha ? `${s.source} ${s.commitSha.slice(0, 7)}` : s.source, shortTime(s.createdAt)]),
+    page.items.map((s) => [
+      s.id,
+      s.name,
+      s.benchmarkId,
+      String(s.fileCount),
+      formatBytes(s.sizeBytes),
+      s.commitSha ? `${s.source} ${s.commitSha.slice(0, 7)}` : s.source,
+      shortTime(s.createdAt),
+    ]),
   );
   if (page.nextCursor) ctx.out.line(`More: dryft submissions --cursor ${page.nextCursor}`);
   return EXIT.ok;
 }
-
