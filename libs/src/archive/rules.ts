@@ -149,6 +149,7 @@ export function validateTar(tar: Uint8Array, opts: { truncatedAtLimit?: boolean 
       problems.push({ rule: 'entry_types', entry: name, message: `${shown} is a ${entry.type}, not a regular file.` });
       return;
     }
+    // eslint-disable-next-line no-control-regex -- control characters in names are what this refuses
     if (name === '' || /[\u0000-\u001f\u007f\\]/.test(name)) {
       problems.push({ rule: 'paths', entry: name, message: `${shown} has an empty name, a control character or a backslash.` });
       return;

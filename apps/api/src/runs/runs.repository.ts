@@ -8,6 +8,10 @@ import { RunMetricEntity } from './run-metric.entity';
 import { RunSampleEntity } from './run-sample.entity';
 import { RunEntity } from './run.entity';
 
+/** Postgres text cannot hold NUL; a submission printing one must not lose the whole batch. */
+// eslint-disable-next-line no-control-regex
+const stripNul = (text: string) => text.replace(/\u0000/g, '');
+
 export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
 
 /** TypeORM answers UPDATE … RETURNING with [rows, count]. */
@@ -110,7 +114,7 @@ export class RunsRepository extends TransactionalRepository {
       `INSERT INTO run_logs (run_id, seq, ts, stream, text)
        SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[])
        ON CONFLICT DO NOTHING`,
-      [runId, lines.map((l) => l.seq), lines.map((l) => Math.round(l.ts)), lines.map((l) => l.stream), lines.map((l) => l.text.replace(/\u0000/g, ''))],
+      [runId, lines.map((l) => l.seq), lines.map((l) => Math.round(l.ts)), lines.map((l) => l.stream), lines.map((l) => stripNul(l.text))],
     );
   }
 

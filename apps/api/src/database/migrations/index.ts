@@ -1,5 +1,6 @@
+import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
 import { Foundation1796015261736 } from './1796015261736-Foundation';
 // Checked-in migrations, oldest first. Generate a new one with `npm run migration:generate -- Name`.
-export const MIGRATIONS: Function[] = [Foundation1796015261736, RunsCore1796015525700, Agents1796015857416];
+export const MIGRATIONS: (new () => MigrationInterface)[] = [Foundation1796015261736, RunsCore1796015525700, Agents1796015857416];
