@@ -30,6 +30,14 @@ export default defineConfig({
       {
         ...shared,
         test: {
+          name: 'web',
+          include: ['apps/web/src/**/*.spec.ts'],
+          environment: 'node',
+        },
+      },
+      {
+        ...shared,
+        test: {
           name: 'integration',
           include: ['test/integration/**/*.spec.ts'],
           environment: 'node',
