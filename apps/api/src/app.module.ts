@@ -14,13 +14,14 @@ import { RunsModule } from './runs/runs.module';
 import { LeaderboardsModule } from './leaderboards/leaderboards.module';
 import { AgentsModule } from './agents/agents.module';
 import { LiveModule } from './live/live.module';
+import { CliModule } from './cli/cli.module';
 
 @Module({})
 export class AppModule {
   static forRoot(deps: CoreDeps): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule, AgentsModule, LiveModule],
+      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule, AgentsModule, LiveModule, CliModule],
       controllers: [HealthController],
       providers: [
         { provide: APP_PIPE, useClass: ZodValidationPipe },

@@ -44,4 +44,14 @@ export class SubmissionsController {
     res.setHeader('Content-Disposition', `attachment; filename="${starter.filename}"`);
     res.send(starter.bytes);
   }
+
+  /** "Download template": the whole starter repository as a .tar.gz, for people who will not use GitHub's template button. */
+  @Public()
+  @Get('api/benchmarks/:id/template')
+  async template(@Param('id') id: string, @Res() res: Response): Promise<void> {
+    const template = await this.submissions.template(id);
+    res.setHeader('Content-Type', template.contentType);
+    res.setHeader('Content-Disposition', `attachment; filename="${template.filename}"`);
+    res.send(template.bytes);
+  }
 }

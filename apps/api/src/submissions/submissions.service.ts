@@ -14,6 +14,7 @@ import { UsersService } from '../users/users.service';
 import { ArtifactStore } from './artifact-store';
 import { SubmissionEntity } from './submission.entity';
 import { SubmissionsRepository } from './submissions.repository';
+import { packTemplate } from './template-archive';
 
 export interface SubmissionSource {
   source: 'upload' | 'github';
@@ -135,6 +136,20 @@ export class SubmissionsService {
     } catch {
       throw notFound('starter_missing', `This hub has no starter for ${benchmark.id} (${benchmark.starter}/engine).`);
     }
+  }
+
+  /**
+   * "Download template": the whole starter tree (README, engine contract, AGENTS.md, agent/,
+   * installers, engine/ …) as a deterministic .tar.gz under one top folder named after the starter,
+   * for people who will not use GitHub's "Use this template". Journals, bin/dryft and tokens never ship.
+   */
+  async template(benchmarkId: string): Promise<{ filename: string; contentType: string; bytes: Buffer }> {
+    const benchmark = await this.benchmarks.get(benchmarkId);
+    const dir = path.resolve(this.config.rootDir, benchmark.starter);
+    const top = path.basename(dir);
+    const st = await fs.stat(dir).catch(() => null);
+    if (!st?.isDirectory()) throw notFound('starter_missing', `This hub has no starter for ${benchmark.id} (${benchmark.starter}).`);
+    return { filename: `${top}-template.tar.gz`, contentType: 'application/gzip', bytes: await packTemplate(dir, top) };
   }
 
   readArtifact(sha256: string): Promise<Buffer> {
