@@ -24,6 +24,12 @@ export const DecodeLimits = z.object({
   runSeconds: z.number().positive(),
   /** Peak accelerator memory of the child; null = not checked (CPU benchmarks). */
   memoryBytes: z.number().positive().nullable(),
+  /**
+   * How the parent measures the child's peak memory: `auto` = the GPU through NVML (pynvml, else
+   * nvidia-smi) where a GPU is present, else not applicable; `gpu` = the same; `rss` = resident
+   * memory of the child's process group (CPU benchmarks, tests); `none` = not measured.
+   */
+  memoryMeasure: z.enum(['auto', 'gpu', 'rss', 'none']).default('auto'),
 });
 
 export const DecodeChecks = z.object({
