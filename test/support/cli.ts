@@ -102,6 +102,8 @@ export class TcpProxy {
   cuts = 0;
   connections = 0;
   private dropArmed: RegExp | null = null;
+  /** Cut every connection that asks for a WebSocket upgrade (a proxy that only passes plain HTTP). */
+  refuseUpgrades = false;
   /** Requests whose answer was swallowed (the server did the work; the client never heard). */
   dropped = 0;
 
@@ -122,6 +124,10 @@ export class TcpProxy {
       this.sockets.add(upstream);
       let swallow = false;
       client.on('data', (c: Buffer) => {
+        if (this.refuseUpgrades && /^upgrade: websocket/im.test(c.toString('latin1'))) {
+          end();
+          return;
+        }
         if (this.dropArmed && this.dropArmed.test(c.toString('latin1'))) {
           this.dropArmed = null;
           swallow = true;

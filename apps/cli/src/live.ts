@@ -175,7 +175,7 @@ export class LogFollower {
     if (!ack.ok) {
       const code = ack.error?.code ?? 'join_refused';
       const message = ack.error?.message ?? 'the hub refused to join this run';
-      if (/auth|token|forbidden|denied|permission/i.test(code))
+      if (/auth|token|sign_in|forbidden|denied|permission/i.test(code))
         throw new CliError(EXIT.auth, `Cannot follow run ${this.o.runId}: ${message}`, code);
       if (/not_found|unknown/i.test(code))
         throw new CliError(
