@@ -1,9 +1,9 @@
-import { mkdtempSync, promises as fs, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, promises as fs, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateToken } from '@dryft/libs/node';
-import { freePort, startQuickstart, type Quickstart } from '../support/quickstart';
+import { AGENT_MAIN, freePort, startQuickstart, type Quickstart } from '../support/quickstart';
 import { ROOT, runCli, TcpProxy, teamToken } from '../support/cli';
 
 /**
@@ -228,10 +228,7 @@ describe('runs without waiting: run, runs, logs, result, rank, cancel', () => {
   });
 });
 
-describe.skipIf(
-  !process.env.CLI_E2E_FORCE_AGENT &&
-    !require('node:fs').existsSync(path.join(ROOT, 'apps/gpu-agent/dist/main.js')),
-)('with the local agent running toy-decode', () => {
+describe.skipIf(!existsSync(AGENT_MAIN))('with the local agent running toy-decode', () => {
   let submissionId: string;
   beforeAll(async () => {
     submissionId = (await runCli(['submit', ENGINE, '--benchmark', 'toy-decode'], env)).stdout.trim();

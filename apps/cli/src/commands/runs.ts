@@ -368,6 +368,7 @@ export async function logsCmd(
     ctx.out.note(
       `Following run ${run.id} (${describeRun(run)}, ${run.status}); Ctrl-C stops following, not the run.`,
     );
+  let shownStatus = run.status;
   const follower = new LogFollower({
     api,
     token,
@@ -377,6 +378,16 @@ export async function logsCmd(
     socketFactory: ctx.socketFactory,
     onLine: (line) => printLogLine(ctx, line),
     onNotice: (m) => ctx.out.note(m),
+    onStatus: (r) => {
+      if (r.status === shownStatus || ctx.json) return;
+      shownStatus = r.status;
+      const where = r.agentName
+        ? ` on ${r.agentName}`
+        : r.queuePosition
+          ? ` (queue position ${r.queuePosition})`
+          : '';
+      ctx.out.note(ctx.out.paint(statusColour(r.status), `-- run ${r.status}${where}`, true));
+    },
   });
   const final = await follower.run();
   if (ctx.json) ctx.out.ndjson({ run: final });
