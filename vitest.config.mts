@@ -23,6 +23,8 @@ export default defineConfig({
         ...shared,
         test: {
           name: 'unit',
+          // Groups run one after another: fast tiers first, end-to-end tests alone at the end.
+          sequence: { groupOrder: 0 },
           include: ['libs/test/**/*.spec.ts', 'apps/*/test/**/*.spec.ts', 'test/unit/**/*.spec.ts'],
           environment: 'node',
         },
@@ -31,6 +33,7 @@ export default defineConfig({
         ...shared,
         test: {
           name: 'web',
+          sequence: { groupOrder: 0 },
           include: ['apps/web/src/**/*.spec.ts'],
           environment: 'node',
         },
@@ -39,6 +42,7 @@ export default defineConfig({
         ...shared,
         test: {
           name: 'integration',
+          sequence: { groupOrder: 1 },
           include: ['test/integration/**/*.spec.ts'],
           environment: 'node',
           testTimeout: 30_000,
@@ -51,6 +55,7 @@ export default defineConfig({
         ...shared,
         test: {
           name: 'e2e',
+          sequence: { groupOrder: 2 },
           include: ['test/e2e/**/*.spec.ts'],
           environment: 'node',
           testTimeout: 120_000,

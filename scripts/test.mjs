@@ -66,5 +66,7 @@ if (!only || only === 'harness') {
   }
 }
 
+// A runner that broke before reporting counts as a failure, so the closing line never reads clean.
+if (broken && totals.failed === 0) totals.failed = 1;
 console.log(`\nTotal: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 process.exit(totals.failed > 0 || broken ? 1 : 0);
