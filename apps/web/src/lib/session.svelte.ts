@@ -1,5 +1,5 @@
 import type { MeView, TeamSummary } from '@dryft/libs';
-import { api, ApiError, setCsrfToken } from './api';
+import { api, ApiError, csrfToken, setCsrfToken } from './api';
 import { resetLive } from './live';
 
 export interface AuthConfig {
@@ -31,6 +31,14 @@ class Session {
   }
 
   async load(): Promise<void> {
+    // The session cookie is httpOnly, but its readable CSRF twin is set and cleared with it:
+    // without it nobody is signed in, and asking /api/me would only log a 401.
+    if (!csrfToken()) {
+      this.set(null);
+      this.error = null;
+      this.loaded = true;
+      return;
+    }
     try {
       this.set(await api<MeView>('/api/me'));
       this.error = null;
