@@ -76,7 +76,7 @@ export class Output {
   /** Redraws the one-line progress display on stderr (TTY only). */
   progress(text: string): void {
     if (!this.progressEnabled) return;
-    const width = Math.max(20, (this.streams.stderr.columns ?? 80) - 1);
+    const width = Math.max(20, (this.streams.stderr.columns || 80) - 1);
     this.streams.stderr.write('\r\u001b[2K' + text.slice(0, width));
     this.progressShown = true;
   }
