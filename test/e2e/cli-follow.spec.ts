@@ -115,3 +115,35 @@ describe('logs --follow across a network drop', () => {
     expect(printed).toEqual(Array.from({ length: 80 }, (_, i) => `scripted line ${i + 1}`));
   }, 90_000);
 });
+
+describe('waiting on a run the agent finishes', () => {
+  it('run --wait exits 0 when it succeeds and 1 when it fails; result --wait reads the verdict', async () => {
+    const env = {
+      DRYFT_API_URL: hub.url,
+      DRYFT_TOKEN: token,
+      DRYFT_POLL_MS: '200',
+      XDG_CONFIG_HOME: '/nonexistent',
+    };
+    const submissionId = (await runCli(['submit', ENGINE, '--benchmark', 'toy-decode'], env)).stdout.trim();
+    agent.result = { status: 'succeeded', failureCode: null, message: 'All checks passed.', score: null };
+    const ok = await runCli(['run', submissionId, '--mode', 'public', '--wait', '60'], env, {
+      timeoutMs: 70_000,
+    });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/Run [0-9a-f-]{36}: succeeded/);
+    agent.result = {
+      status: 'failed',
+      failureCode: 'incorrect_output',
+      message: 'token 3 of sequence 0 differs',
+      score: null,
+    };
+    const bad = await runCli(['--json', 'run', submissionId, '--mode', 'public'], env);
+    const runId = JSON.parse(bad.stdout).run.id as string;
+    const res = await runCli(['result', runId, '--wait', '--timeout', '60'], env, { timeoutMs: 70_000 });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stdout).toContain('incorrect_output');
+    expect(res.stdout).toContain('token 3 of sequence 0 differs');
+    const short = await runCli(['run', submissionId, '--mode', 'public', '--wait', '0.5'], env);
+    expect(short.code).toBe(6);
+  }, 120_000);
+});

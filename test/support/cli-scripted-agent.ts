@@ -11,6 +11,18 @@ import { RunAssign } from '@dryft/libs';
 export class ScriptedAgent {
   private socket?: Socket;
   readonly assigned: string[] = [];
+  /** The verdict of the next runs (the harness's result event). */
+  result: {
+    status: 'succeeded' | 'failed';
+    failureCode: 'incorrect_output' | null;
+    message: string;
+    score: number | null;
+  } = {
+    status: 'succeeded',
+    failureCode: null,
+    message: 'scripted',
+    score: null,
+  };
 
   constructor(
     private readonly url: string,
@@ -65,13 +77,11 @@ export class ScriptedAgent {
     let seq = 0;
     for (let n = 1; n <= this.script.lines; n++) {
       seq += 1;
-      await s
-        .timeout(5000)
-        .emitWithAck('run.batch', {
-          runId,
-          seq,
-          entries: [{ type: 'log', n, ts: Date.now(), stream: 'out', text: `scripted line ${n}` }],
-        });
+      await s.timeout(5000).emitWithAck('run.batch', {
+        runId,
+        seq,
+        entries: [{ type: 'log', n, ts: Date.now(), stream: 'out', text: `scripted line ${n}` }],
+      });
       await new Promise((r) => setTimeout(r, this.script.intervalMs));
     }
     await s.timeout(5000).emitWithAck('run.finished', {
@@ -79,15 +89,7 @@ export class ScriptedAgent {
       lastSeq: seq,
       canceled: false,
       exitCode: 0,
-      result: {
-        type: 'result',
-        status: 'succeeded',
-        failureCode: null,
-        message: 'scripted',
-        score: null,
-        workloads: [],
-        metrics: {},
-      },
+      result: { type: 'result', ...this.result, workloads: [], metrics: {} },
     });
   }
 
