@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { createTestDatabase } from './db';
@@ -116,14 +116,13 @@ export async function startQuickstart(
   const wantAgent = opts.agent !== false && existsSync(AGENT_MAIN);
   if (wantAgent) {
     for (let i = 0; i < 100 && !existsSync(tokenFile); i++) await new Promise((r) => setTimeout(r, 100));
+    // --local reads PORT and LOCAL_AGENT_TOKEN_FILE (already in env); the DRYFT_AGENT_* overrides
+    // keep its work folder inside this hub's data folder.
     agent = start('agent', [AGENT_MAIN, '--local'], {
       ...env,
       DRYFT_API_URL: url,
-      API_URL: url,
-      AGENT_TOKEN: readFileSync(tokenFile, 'utf8').trim(),
-      AGENT_TOKEN_FILE: tokenFile,
-      AGENT_NAME: 'local',
-      AGENT_WORK_DIR: path.join(dataDir, 'agent'),
+      DRYFT_AGENT_TOKEN_FILE: tokenFile,
+      DRYFT_AGENT_WORK_DIR: path.join(dataDir, 'agent-work'),
     });
   }
   const stopApi = () => stop(api);
