@@ -44,6 +44,13 @@ export async function doctor(ctx: Context): Promise<number> {
           : 'The hub is up but degraded; runs may wait. Tell the event organizer if it persists.',
     });
     if (health.status !== 'ok') fail(EXIT.server);
+    if (health.version !== CLI_VERSION) {
+      checks.push({
+        name: 'versions',
+        ok: true,
+        detail: `the hub runs ${health.version}, this CLI is ${CLI_VERSION}; if a command misbehaves, reinstall the CLI with the starter's install-dryft.sh`,
+      });
+    }
   } catch (err) {
     const e = err as CliError;
     checks.push({
@@ -178,7 +185,14 @@ export async function login(ctx: Context, opts: { tokenStdin?: boolean; verify?:
     who = `${me.user.login}${team ? ` on team ${team.name}` : ''}`;
   }
   const current = await readConfig(s.configFile);
-  await writeConfig(s.configFile, { ...current, token, savedAt: new Date().toISOString() });
+  // `dryft --api-url URL login` also remembers the hub, so later commands need neither flag nor env.
+  const apiUrl = ctx.flags.apiUrl ? s.apiUrl : current.apiUrl;
+  await writeConfig(s.configFile, {
+    ...current,
+    token,
+    ...(apiUrl ? { apiUrl } : {}),
+    savedAt: new Date().toISOString(),
+  });
   if (ctx.json) ctx.out.data({ saved: true, configFile: s.configFile, actsFor: who });
   else {
     ctx.out.line(
