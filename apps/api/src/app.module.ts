@@ -14,6 +14,7 @@ import { RunsModule } from './runs/runs.module';
 import { LeaderboardsModule } from './leaderboards/leaderboards.module';
 import { AgentsModule } from './agents/agents.module';
 import { LiveModule } from './live/live.module';
+import { GithubModule } from './github/github.module';
 import { CliModule } from './cli/cli.module';
 
 @Module({})
@@ -21,7 +22,7 @@ export class AppModule {
   static forRoot(deps: CoreDeps): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule, AgentsModule, LiveModule, CliModule],
+      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule, AgentsModule, LiveModule, CliModule, GithubModule],
       controllers: [HealthController],
       providers: [
         { provide: APP_PIPE, useClass: ZodValidationPipe },

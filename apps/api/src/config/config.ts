@@ -39,6 +39,10 @@ export const EnvSchema = z.object({
   GITHUB_APP_SLUG: z.string().optional(),
   GITHUB_APP_PRIVATE_KEY: z.string().optional(),
   GITHUB_WEBHOOK_SECRET: z.string().optional(),
+  /** Attempts at a GitHub call that fails for a transient reason (unreachable, 5xx, 429) before a delivery fails. */
+  GITHUB_RETRY_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(5),
+  /** First delay between those attempts; it doubles each time (1 s, 2 s, 4 s, 8 s by default). */
+  GITHUB_RETRY_BASE_MS: z.coerce.number().int().min(0).default(1000),
   /** Writes a token for the local agent that `npm start` launches (development only). */
   LOCAL_AGENT_TOKEN_FILE: z.string().optional(),
   /** Redis stream (and pub/sub prefix) the socket.io replicas of one hub share; one per hub on a shared Redis. */

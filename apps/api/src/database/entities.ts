@@ -13,9 +13,11 @@ import { RunMetricEntity } from '../runs/run-metric.entity';
 import { IdempotencyKeyEntity } from '../runs/idempotency-key.entity';
 import { BaselineEntity } from '../runs/baseline.entity';
 import { AgentEntity } from '../agents/agent.entity';
+import { GITHUB_ENTITIES } from '../github/entities';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [UserEntity, SessionEntity, TeamEntity, MembershipEntity, ApiTokenEntity, BenchmarkSettingsEntity,
   SubmissionEntity, RunEntity, RunLogEntity, RunSampleEntity, RunCheckEntity, RunMetricEntity, IdempotencyKeyEntity, BaselineEntity,
   AgentEntity,
+  ...GITHUB_ENTITIES,
 ];

@@ -23,6 +23,12 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** An in-flight key older than this never committed (its request died): a retry may take it over. */
 const IDEMPOTENCY_STALE_MS = 60_000;
 
+/** Who a run is started by: the signed-in caller, or the member a repository acts for. */
+export interface RunActor {
+  id: string;
+  login: string;
+}
+
 export interface CreateRunRequest {
   submissionId: string;
   body: CreateRunBody;
@@ -56,8 +62,31 @@ export class RunsService implements OnModuleInit {
    */
   async create(principal: Principal, req: CreateRunRequest): Promise<{ status: number; body: CreateRunResponse; replayed: boolean }> {
     const submission = await this.submissions.getAuthorized(principal, req.submissionId, 'run');
+    return this.createIdempotent({ id: principal.user.id, login: principal.user.login }, submission, req);
+  }
+
+  /**
+   * Starts a run on behalf of a connected repository (a push or "Run now"), where the caller has
+   * already decided who acts (`actor`) and checked the team's permission. Same rules, daily limits
+   * and idempotency semantics as `create`; the key is derived from the webhook delivery so a
+   * redelivery never starts a second run.
+   */
+  async createForRepository(
+    actor: RunActor,
+    req: CreateRunRequest & { idempotencyKey: string },
+  ): Promise<{ status: number; body: CreateRunResponse; replayed: boolean }> {
+    const submission = await this.submissions.findById(req.submissionId);
+    if (!submission) throw notFound('submission_not_found', `No submission ${req.submissionId}.`);
+    return this.createIdempotent(actor, submission, req);
+  }
+
+  private async createIdempotent(
+    actor: RunActor,
+    submission: { id: string; teamId: string },
+    req: CreateRunRequest,
+  ): Promise<{ status: number; body: CreateRunResponse; replayed: boolean }> {
     const key = req.idempotencyKey;
-    if (key === undefined) return { status: 201, body: await this.createRun(principal, submission.id, req.body), replayed: false };
+    if (key === undefined) return { status: 201, body: await this.createRun(actor, submission.id, req.body), replayed: false };
     if (!/^[\x21-\x7e]{1,200}$/.test(key)) {
       throw badRequest('invalid_idempotency_key', 'Idempotency-Key must be 1–200 visible ASCII characters (a UUID is ideal).');
     }
@@ -78,7 +107,7 @@ export class RunsService implements OnModuleInit {
       if (!claimed) throw conflict('idempotency_in_flight', 'A request with this Idempotency-Key is still being processed; retry in a moment with the same key.');
     }
     try {
-      const body = await this.createRun(principal, submission.id, req.body, (manager, response) => this.idempotency.complete(manager, teamId, key, 201, response));
+      const body = await this.createRun(actor, submission.id, req.body, (manager, response) => this.idempotency.complete(manager, teamId, key, 201, response));
       return { status: 201, body, replayed: false };
     } catch (err) {
       // A refused request leaves no trace: the same key may be retried once the cause is fixed.
@@ -88,7 +117,7 @@ export class RunsService implements OnModuleInit {
   }
 
   private async createRun(
-    principal: Principal,
+    actor: RunActor,
     submissionId: string,
     body: CreateRunBody,
     inTransaction?: (manager: EntityManager, response: CreateRunResponse) => Promise<void>,
@@ -101,7 +130,7 @@ export class RunsService implements OnModuleInit {
     const choice = chooseRun(benchmark, body);
     const now = this.clock.now();
     const { day, resetsAt } = utcDay(now);
-    const holder = benchmark.ranks === 'users' ? principal.user.id : submission.teamId;
+    const holder = benchmark.ranks === 'users' ? actor.id : submission.teamId;
     const submissionName = `${submission.sourceName} #${submission.number}`;
     const result = await this.runs.transaction(async (tx) => {
       await tx.lockQuota(holder, choice.quotaBucket, day);
@@ -119,7 +148,7 @@ export class RunsService implements OnModuleInit {
         submissionId: submission.id,
         benchmarkId: benchmark.id,
         teamId: submission.teamId,
-        createdBy: principal.user.id,
+        createdBy: actor.id,
         mode: choice.mode,
         tier: choice.tier,
         dataset: choice.dataset,
@@ -139,7 +168,7 @@ export class RunsService implements OnModuleInit {
         resetsAt: resetsAt.toISOString(),
       };
       const position = await tx.queuePosition(run);
-      const response: CreateRunResponse = { run: runView(run, { submissionName, createdBy: principal.user.login, queuePosition: position }), quota };
+      const response: CreateRunResponse = { run: runView(run, { submissionName, createdBy: actor.login, queuePosition: position }), quota };
       if (inTransaction) await inTransaction(tx.currentManager(), response);
       return { run, response };
     });

@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { BenchmarksModule } from '../benchmarks/benchmarks.module';
+import { RunsModule } from '../runs/runs.module';
+import { SubmissionsModule } from '../submissions/submissions.module';
+import { TeamsModule } from '../teams/teams.module';
+import { UsersModule } from '../users/users.module';
+import { DeliveryProcessor } from './delivery-processor.service';
+import { GithubClient } from './github-client';
+import { GithubController } from './github.controller';
+import { GithubJobs } from './github-jobs';
+import { GithubRepository } from './github.repository';
+import { GithubService } from './github.service';
+import { WebhooksService } from './webhooks.service';
+
+/** The GitHub App: connected repositories, run on push, Run now and delivery inspection. */
+@Module({
+  imports: [BenchmarksModule, RunsModule, SubmissionsModule, TeamsModule, UsersModule],
+  controllers: [GithubController],
+  providers: [GithubClient, GithubJobs, GithubRepository, DeliveryProcessor, GithubService, WebhooksService],
+})
+export class GithubModule {}
