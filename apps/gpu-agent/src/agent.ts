@@ -1,0 +1,321 @@
+import { AgentDrain, AgentHeartbeatAck, AgentReadyAck, RunAssign, RunCancel, RunDeadline, RunFinishedAck, ServerToAgent, SimpleAck } from '@dryft/libs';
+import type { AgentCapabilities, RunBatch, RunFinished } from '@dryft/libs';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { io, Socket } from 'socket.io-client';
+import type { AgentConfig } from './config';
+import { detectGpu } from './config';
+import { RunExecutor } from './run-executor';
+
+const ACK_TIMEOUT_MS = 15_000;
+/** Handshake refusals that no retry can fix: stop and say so. */
+const FATAL_CODES = new Set(['agent_revoked', 'agent_token_invalid', 'token_malformed', 'token_bad_checksum', 'agent_token_required']);
+
+function version(file: string, pattern: RegExp, fallback: string): string {
+  try {
+    return pattern.exec(readFileSync(file, 'utf8'))?.[1] ?? fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+export interface AgentOptions {
+  sandboxed: boolean;
+  log?: (message: string) => void;
+  /** Called when the hub refuses the token for good (revoked, unknown). */
+  onFatal?: (message: string) => void;
+}
+
+/**
+ * The daemon: one socket to the hub (`/agents`), one executor per busy slot. It reconnects with
+ * exponential backoff and jitter, says which runs it still holds on every `agent.ready`, resends
+ * unacknowledged batches and verdicts, and heartbeats to keep the leases of its runs.
+ */
+export class Agent {
+  private socket!: Socket;
+  private readonly runs = new Map<string, RunExecutor>();
+  /** Verdicts waiting for the server's ack (kept across reconnects). */
+  private readonly verdicts = new Map<string, { msg: RunFinished; resolve: () => void }>();
+  private heartbeat?: NodeJS.Timeout;
+  private heartbeatMs = 5_000;
+  private draining = false;
+  private shuttingDown = false;
+  private ready = false;
+  private reconnectAttempt = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  readonly capabilities: AgentCapabilities;
+  private readonly log: (m: string) => void;
+
+  constructor(
+    private readonly config: AgentConfig,
+    private readonly options: AgentOptions,
+  ) {
+    this.log = options.log ?? ((m) => console.log(`[agent] ${m}`));
+    const gpu = config.accelerator === 'cpu' ? { model: null, count: 0, driver: null } : detectGpu();
+    const accelerator = config.accelerator ?? (config.slots.some((s) => s.gpus.length) ? 'gpu' : 'cpu');
+    this.capabilities = {
+      accelerator,
+      gpuModel: config.gpuModel !== undefined ? config.gpuModel : gpu.model,
+      gpuCount: accelerator === 'gpu' ? Math.max(gpu.count, new Set(config.slots.flatMap((s) => s.gpus)).size) : 0,
+      driver: gpu.driver,
+      harnessVersion: version(path.join(config.harness.dir!, 'harness', '__init__.py'), /__version__\s*=\s*"([^"]+)"/, 'unknown'),
+      agentVersion: version(path.resolve(__dirname, '..', 'package.json'), /"version":\s*"([^"]+)"/, '0.0.0'),
+      benchmarks: config.benchmarks,
+    };
+  }
+
+  get activeRunIds(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  get isConnected(): boolean {
+    return Boolean(this.socket?.connected && this.ready);
+  }
+
+  start(): void {
+    const url = new URL('/agents', this.config.apiUrl).toString();
+    this.socket = io(url, {
+      auth: { token: this.config.token },
+      transports: ['websocket'],
+      // Reconnection is ours (below): socket.io's own stops after a server-side disconnect.
+      reconnection: false,
+      timeout: 10_000,
+    });
+    this.socket.on('connect', () => void this.onConnect());
+    this.socket.on('connect_error', (err: Error & { data?: { code?: string } }) => {
+      const code = err.data?.code;
+      if (code && FATAL_CODES.has(code)) {
+        this.log(`the hub refused this agent: ${err.message}`);
+        this.fatal(err.message);
+        return;
+      }
+      this.log(`cannot reach the hub at ${this.config.apiUrl}: ${err.message}`);
+      this.scheduleReconnect();
+    });
+    this.socket.on('disconnect', (reason) => {
+      this.ready = false;
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.log(`disconnected (${reason})`);
+      if (!this.shuttingDown || this.runs.size || this.verdicts.size) this.scheduleReconnect();
+    });
+    for (const name of Object.keys(ServerToAgent)) {
+      this.socket.on(name, (...args: unknown[]) => this.onServerEvent(name, args));
+    }
+    this.socket.onAny((event: string, ...args: unknown[]) => {
+      if (event in ServerToAgent) return;
+      this.log(`the hub sent an unknown event "${event}"; ignored`);
+      const ack = args[args.length - 1];
+      if (typeof ack === 'function') (ack as (r: unknown) => void)({ ok: false, error: 'unknown event' });
+    });
+  }
+
+  /** Drops the socket without telling the hub (tests: a network cut); reconnects with backoff. */
+  simulateNetworkCut(): void {
+    this.socket.io.engine?.close();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.reconnectTimer || this.socket.connected) return;
+    // Exponential backoff with full jitter: a fleet that lost the hub does not come back in lockstep.
+    const cap = Math.min(15_000, 300 * 2 ** this.reconnectAttempt++);
+    const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (!this.socket.connected) this.socket.connect();
+    }, delay);
+  }
+
+  private fatal(message: string): void {
+    for (const run of this.runs.values()) run.stop('lost', 'this agent was revoked');
+    this.options.onFatal?.(message);
+  }
+
+  private async onConnect(): Promise<void> {
+    this.reconnectAttempt = 0;
+    const activeRuns = [...this.runs.values()].map((r) => ({ runId: r.runId, lastAckedSeq: r.outbox.ackedSeq }));
+    for (const v of this.verdicts.values()) if (!this.runs.has(v.msg.runId)) activeRuns.push({ runId: v.msg.runId, lastAckedSeq: v.msg.lastSeq });
+    let ack;
+    try {
+      const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('agent.ready', {
+        capabilities: this.capabilities,
+        slots: this.config.slots,
+        activeRuns,
+      });
+      ack = AgentReadyAck.parse(raw);
+    } catch (err) {
+      this.log(`agent.ready failed: ${(err as Error).message}; reconnecting`);
+      this.socket.disconnect();
+      this.scheduleReconnect();
+      return;
+    }
+    if (!ack.ok) {
+      this.log(`the hub refused agent.ready: ${ack.error ?? 'unknown reason'}`);
+      return;
+    }
+    this.ready = true;
+    this.draining = this.draining || Boolean(ack.draining);
+    this.log(`connected to ${this.config.apiUrl} as "${ack.name}" (${this.config.slots.length} slot(s), ${this.options.sandboxed ? 'sandboxed' : 'NO SANDBOX'})`);
+    for (const r of ack.runs) {
+      const run = this.runs.get(r.runId);
+      if (!r.keep) {
+        run?.stop('lost', 'the hub no longer assigns this run to this agent');
+        const v = this.verdicts.get(r.runId);
+        if (v) {
+          this.verdicts.delete(r.runId);
+          v.resolve();
+        }
+        continue;
+      }
+      if (run) {
+        run.outbox.acknowledge(r.ackedSeq);
+        void run.outbox.pump();
+      }
+    }
+    for (const v of this.verdicts.values()) void this.sendVerdict(v.msg.runId);
+    this.heartbeatMs = Math.max(200, (ack.heartbeatSeconds ?? 5) * 1000);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => void this.beat(), this.heartbeatMs);
+  }
+
+  private async beat(): Promise<void> {
+    if (!this.isConnected) return;
+    try {
+      const raw: unknown = await this.socket.timeout(this.heartbeatMs * 2).emitWithAck('agent.heartbeat', { activeRuns: this.activeRunIds });
+      const ack = AgentHeartbeatAck.parse(raw);
+      for (const runId of ack.stop) this.runs.get(runId)?.stop('lost', 'the hub ended this run');
+    } catch (err) {
+      this.log(`heartbeat not acknowledged: ${(err as Error).message}`);
+    }
+  }
+
+  private onServerEvent(name: string, args: unknown[]): void {
+    const ack = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as (r: unknown) => void) : () => undefined;
+    const payload = args[0];
+    switch (name) {
+      case 'run.assign': {
+        const parsed = RunAssign.safeParse(payload);
+        if (!parsed.success) {
+          this.log(`malformed run.assign refused: ${parsed.error.issues[0]?.message}`);
+          ack({ accepted: false, reason: 'malformed assignment' });
+          return;
+        }
+        ack(this.accept(parsed.data));
+        return;
+      }
+      case 'run.cancel': {
+        const parsed = RunCancel.safeParse(payload);
+        if (!parsed.success) return this.log('malformed run.cancel ignored');
+        this.runs.get(parsed.data.runId)?.stop('cancel', parsed.data.reason);
+        ack({ ok: true });
+        return;
+      }
+      case 'run.deadline': {
+        const parsed = RunDeadline.safeParse(payload);
+        if (!parsed.success) return this.log('malformed run.deadline ignored');
+        this.runs.get(parsed.data.runId)?.setDeadline(parsed.data.deadlineAt);
+        ack({ ok: true });
+        return;
+      }
+      case 'agent.drain': {
+        const parsed = AgentDrain.safeParse(payload);
+        if (!parsed.success) return this.log('malformed agent.drain ignored');
+        this.draining = parsed.data.draining;
+        this.log(this.draining ? 'draining: finishing current runs, taking no new ones' : 'no longer draining');
+        ack({ ok: true });
+        return;
+      }
+    }
+  }
+
+  /** Accept (ack first, the CI-runner way), then run in the background. */
+  private accept(assign: RunAssign): { accepted: boolean; reason?: string } {
+    if (this.shuttingDown) return { accepted: false, reason: 'shutting down' };
+    if (this.draining) return { accepted: false, reason: 'draining' };
+    if (this.runs.has(assign.runId)) return { accepted: true };
+    const slot = this.config.slots.find((s) => s.index === assign.slot);
+    if (!slot) return { accepted: false, reason: `no slot ${assign.slot}` };
+    if ([...this.runs.values()].some((r) => r.assign.slot === assign.slot)) return { accepted: false, reason: `slot ${assign.slot} is busy` };
+    const run = new RunExecutor(assign, this.host(), slot.gpus);
+    this.runs.set(assign.runId, run);
+    this.log(`run ${assign.runId} accepted on slot ${assign.slot}`);
+    void run.execute().finally(() => {
+      this.runs.delete(assign.runId);
+      this.log(`run ${assign.runId} done; workspace wiped`);
+    });
+    return { accepted: true };
+  }
+
+  private host() {
+    return {
+      config: this.config,
+      sandboxed: this.options.sandboxed,
+      connected: () => this.isConnected,
+      sendBatch: (batch: RunBatch) => this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.batch', batch),
+      started: async (runId: string) => {
+        if (this.isConnected) await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
+      },
+      finished: (msg: RunFinished) =>
+        new Promise<void>((resolve) => {
+          this.verdicts.set(msg.runId, { msg, resolve });
+          void this.sendVerdict(msg.runId);
+        }),
+      handback: async (runId: string, reason: string) => {
+        if (!this.isConnected) return false;
+        try {
+          const ack = SimpleAck.parse(await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.handback', { runId, reason }));
+          return ack.ok;
+        } catch {
+          return false;
+        }
+      },
+      log: this.log,
+    };
+  }
+
+  /** Sends a verdict until acknowledged; a reconnect calls it again for every verdict still waiting. */
+  private async sendVerdict(runId: string): Promise<void> {
+    const v = this.verdicts.get(runId);
+    if (!v || !this.isConnected) return;
+    try {
+      const ack = RunFinishedAck.parse(await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg));
+      if (ack.ok) {
+        this.verdicts.delete(runId);
+        v.resolve();
+        this.log(`run ${runId}: verdict acknowledged (${v.msg.canceled ? 'canceled' : v.msg.result.status})`);
+        return;
+      }
+      this.log(`run ${runId}: verdict refused (${ack.error}); retrying`);
+      if (ack.error && /not assigned to this agent|No such run/.test(ack.error)) {
+        this.verdicts.delete(runId);
+        v.resolve();
+        return;
+      }
+    } catch (err) {
+      this.log(`run ${runId}: verdict not acknowledged (${(err as Error).message}); retrying`);
+    }
+    setTimeout(() => void this.sendVerdict(runId), 1_000).unref();
+  }
+
+  /**
+   * SIGTERM: take nothing new; runs that have not started go back to the queue; running ones get
+   * `shutdownGraceMs` to finish, then are stopped and reported as infra_error. Resolves when every
+   * verdict is acknowledged (or the hub is unreachable for good).
+   */
+  async shutdown(): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.log(`shutting down: ${this.runs.size} run(s) in progress`);
+    for (const run of this.runs.values()) if (!run.started) run.stop('shutdown', 'the agent is shutting down');
+    const all = Promise.all([...this.runs.values()].map((r) => r.done));
+    const grace = new Promise<'grace'>((r) => setTimeout(() => r('grace'), this.config.shutdownGraceMs));
+    if ((await Promise.race([all.then(() => 'done' as const), grace])) === 'grace') {
+      for (const run of this.runs.values()) run.stop('shutdown', 'the agent is shutting down');
+      await all;
+    }
+    const pending = [...this.verdicts.values()].map((v) => new Promise<void>((r) => (v.resolve = ((orig) => () => (orig(), r()))(v.resolve))));
+    await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 15_000))]);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.socket.disconnect();
+  }
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+import { mkdirSync } from 'node:fs';
+import { Agent } from './agent';
+import { AgentConfigError, loadAgentConfig } from './config';
+import { probeSandbox } from './sandbox';
+
+/**
+ * `dryft-agent --config agent.json [--insecure-no-sandbox]`, or `--local` for `npm start`.
+ * Untrusted code runs only inside bubblewrap; without it the agent refuses to start unless told
+ * explicitly (--insecure-no-sandbox, development only). `--local` falls back to no sandbox only when
+ * bubblewrap cannot create namespaces here, and says so loudly.
+ */
+function main(): void {
+  let config;
+  try {
+    config = loadAgentConfig(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof AgentConfigError) {
+      console.error(`agent config error: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const probe = probeSandbox();
+  let sandboxed = probe.ok;
+  if (!probe.ok) {
+    if (config.insecureNoSandbox || config.local) {
+      const bar = '!'.repeat(100);
+      console.error(`${bar}\n!! NO SANDBOX: ${probe.reason}.\n!! Submissions run with this user's rights, network and files. Development only; never on a shared box.\n${bar}`);
+      sandboxed = false;
+    } else {
+      console.error(`refusing to run untrusted code: ${probe.reason}. Install bubblewrap, or pass --insecure-no-sandbox for local development only.`);
+      process.exit(1);
+    }
+  }
+  mkdirSync(config.workDir, { recursive: true, mode: 0o700 });
+  const agent = new Agent(config, {
+    sandboxed,
+    onFatal: (message) => {
+      console.error(`agent stopped: ${message}`);
+      setTimeout(() => process.exit(3), 200);
+    },
+  });
+  agent.start();
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      console.error(`${signal} again: exiting now`);
+      process.exit(130);
+    }
+    stopping = true;
+    console.log(`[agent] ${signal}: finishing or handing back current runs`);
+    agent.shutdown().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main();

@@ -1,0 +1,157 @@
+import { BatchAck } from '@dryft/libs';
+import type { BatchEntry, HarnessEvent, RunBatch } from '@dryft/libs';
+
+const MAX_ENTRIES = 5_000;
+const MAX_TEXT = 16_384;
+/** Rough cap on a batch's JSON size, well under the server's message limit. */
+const MAX_BYTES = 2 * 1024 * 1024;
+
+export type SendBatch = (batch: RunBatch) => Promise<unknown>;
+
+/**
+ * Log lines and harness events of one run, cut into numbered batches at most every
+ * `intervalMs`, sent one at a time in order and kept until the server acknowledges them. After a
+ * reconnect the server says what it stored (`ackedSeq`) and the rest is sent again; the server drops
+ * duplicates by (run, seq), so a line is stored exactly once whatever the network does.
+ */
+export class Outbox {
+  private lineNo = 0;
+  private seq = 0;
+  private acked = 0;
+  private pending: BatchEntry[] = [];
+  private pendingBytes = 0;
+  private readonly unacked: RunBatch[] = [];
+  private timer?: NodeJS.Timeout;
+  private pumping = false;
+  private idleWaiters: (() => void)[] = [];
+  private closed = false;
+
+  constructor(
+    readonly runId: string,
+    private readonly send: SendBatch,
+    private readonly connected: () => boolean,
+    private readonly onStop: () => void,
+    private readonly intervalMs = 50,
+    private readonly log: (m: string) => void = () => undefined,
+  ) {}
+
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  get ackedSeq(): number {
+    return this.acked;
+  }
+
+  get lines(): number {
+    return this.lineNo;
+  }
+
+  line(stream: 'out' | 'harness' | 'agent', text: string): void {
+    // The schema caps a line; longer output is split, never dropped.
+    for (let i = 0; i === 0 || i < text.length; i += MAX_TEXT) {
+      this.push({ type: 'log', n: ++this.lineNo, ts: Date.now(), stream, text: text.slice(i, i + MAX_TEXT) }, Math.min(text.length, MAX_TEXT) + 64);
+    }
+  }
+
+  event(event: HarnessEvent): void {
+    this.push({ type: 'event', ts: Date.now(), event }, 512);
+  }
+
+  private push(entry: BatchEntry, size: number): void {
+    this.pending.push(entry);
+    this.pendingBytes += size;
+    if (this.pending.length >= MAX_ENTRIES || this.pendingBytes >= MAX_BYTES) this.cut();
+    else if (!this.timer) this.timer = setTimeout(() => this.tick(), this.intervalMs);
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    // While offline, lines keep gathering into one batch instead of thousands of small ones.
+    if (this.connected() || this.pending.length >= MAX_ENTRIES) this.cut();
+    else if (this.pending.length) this.timer = setTimeout(() => this.tick(), this.intervalMs);
+  }
+
+  /** Closes the current batch now (also used before the verdict). */
+  cut(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.pending.length === 0) return;
+    this.unacked.push({ runId: this.runId, seq: ++this.seq, entries: this.pending });
+    this.pending = [];
+    this.pendingBytes = 0;
+    void this.pump();
+  }
+
+  /** The server's word on what it has (ready ack after a reconnect, or a batch ack). */
+  acknowledge(ackedSeq: number): void {
+    if (ackedSeq > this.acked) this.acked = ackedSeq;
+    while (this.unacked.length && this.unacked[0].seq <= this.acked) this.unacked.shift();
+    if (this.unacked.length === 0) this.notifyIdle();
+  }
+
+  /** Sends what is unacknowledged, in order; safe to call any time (one pump at a time). */
+  async pump(): Promise<void> {
+    if (this.pumping || this.closed) return;
+    this.pumping = true;
+    let failures = 0;
+    try {
+      while (this.unacked.length && this.connected() && !this.closed) {
+        const batch = this.unacked[0];
+        let raw: unknown;
+        try {
+          raw = await this.send(batch);
+        } catch (err) {
+          // No ack in time (disconnect, slow server): try again; the server drops a duplicate.
+          this.log(`batch ${batch.seq} of run ${this.runId} not acknowledged (${(err as Error).message}); resending`);
+          failures++;
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** failures)));
+          continue;
+        }
+        const ack = BatchAck.safeParse(raw);
+        if (!ack.success) {
+          this.log(`run ${this.runId}: server refused batch ${batch.seq}: ${JSON.stringify(raw)}`);
+          failures++;
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * 2 ** failures)));
+          continue;
+        }
+        failures = 0;
+        this.acknowledge(ack.data.ackedSeq);
+        if (ack.data.stop) {
+          this.onStop();
+          // The run is over for the server: nothing more will be stored.
+          this.unacked.length = 0;
+          this.notifyIdle();
+          break;
+        }
+        if (!ack.data.ok && ack.data.ackedSeq < batch.seq - 1) {
+          this.log(`run ${this.runId}: server has batches up to ${ack.data.ackedSeq} only, but ${batch.seq - 1} were acknowledged before`);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+    if (this.unacked.length && this.connected() && !this.closed) void this.pump();
+  }
+
+  /** Resolves when every batch cut so far is acknowledged. */
+  drained(): Promise<void> {
+    if (this.unacked.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.notifyIdle();
+  }
+
+  private notifyIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}

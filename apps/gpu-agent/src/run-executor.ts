@@ -1,0 +1,363 @@
+import { HarnessEvent } from '@dryft/libs';
+import type { HarnessResultEvent, HarnessSpec, RunAssign, RunFinished } from '@dryft/libs';
+import { validateArchive } from '@dryft/libs/node';
+import * as pty from 'node-pty';
+import { createHash } from 'node:crypto';
+import { promises as fs, realpathSync } from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import type { AgentConfig } from './config';
+import { pickPython } from './config';
+import { Outbox } from './outbox';
+import { alive, signalTree } from './process-tree';
+import { BWRAP, bwrapArgs } from './sandbox';
+
+/** The fd number the harness writes its events to, inside the process (see events-wrapper.py). */
+export const EVENTS_FD = 3;
+const WRAPPER = path.resolve(__dirname, '..', 'assets', 'events-wrapper.py');
+
+export type StopReason = 'cancel' | 'deadline' | 'shutdown' | 'lost';
+
+export interface RunHost {
+  config: AgentConfig;
+  sandboxed: boolean;
+  connected(): boolean;
+  sendBatch: ConstructorParameters<typeof Outbox>[1];
+  started(runId: string): Promise<void>;
+  finished(msg: RunFinished): Promise<void>;
+  handback(runId: string, reason: string): Promise<boolean>;
+  log(message: string): void;
+}
+
+type Phase = 'preparing' | 'running' | 'finishing' | 'done';
+
+const result = (status: 'failed', failureCode: HarnessResultEvent['failureCode'], message: string): HarnessResultEvent => ({
+  type: 'result',
+  status,
+  failureCode,
+  message,
+  score: null,
+  workloads: [],
+  metrics: {},
+});
+
+/**
+ * One run on one slot, the CI-runner way: fetch the submission with the one-time URL and check its
+ * sha256; unpack it into a fresh workspace; write the spec beside it, outside the workspace; start the
+ * harness under node-pty inside bubblewrap; stream its output and its events; enforce the deadline;
+ * report the verdict until the server acknowledges it; wipe everything it wrote, always.
+ *
+ * The events channel: node-pty gives the process only the terminal, so the harness's `--events-fd`
+ * is made by a tiny trusted wrapper (assets/events-wrapper.py) that connects to a Unix socket the
+ * agent listens on in the run's private folder, puts the connection on fd 3 and execs the harness.
+ * The agent accepts exactly one connection and closes the listener at once, so the submission (which
+ * the harness runs without that fd) cannot open a second channel; a socket rather than a FIFO means
+ * nothing can be written into the channel by reopening a path.
+ */
+export class RunExecutor {
+  readonly outbox: Outbox;
+  phase: Phase = 'preparing';
+  private stopReason: StopReason | null = null;
+  private stopMessage = '';
+  private deadlineTimer?: NodeJS.Timeout;
+  private killTimer?: NodeJS.Timeout;
+  private proc?: pty.IPty;
+  private events?: net.Server;
+  private harnessResult: HarnessResultEvent | null = null;
+  private partial = '';
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private readonly runDir: string;
+
+  constructor(
+    readonly assign: RunAssign,
+    private readonly host: RunHost,
+    private readonly gpus: string[],
+  ) {
+    this.runDir = path.join(host.config.workDir, 'runs', assign.runId);
+    this.outbox = new Outbox(assign.runId, host.sendBatch, host.connected, () => this.stop('lost', 'the server ended this run'), host.config.batchIntervalMs, host.log);
+    this.done = new Promise((r) => (this.resolveDone = r));
+  }
+
+  get runId(): string {
+    return this.assign.runId;
+  }
+
+  get started(): boolean {
+    return this.phase !== 'preparing';
+  }
+
+  /** Runs it to the end; never throws (every failure becomes a verdict). */
+  async execute(): Promise<void> {
+    this.setDeadline(this.assign.deadlineAt);
+    try {
+      const prepared = await this.prepare().catch((err: Error) => {
+        this.note(`could not prepare the run: ${err.message}`);
+        return null;
+      });
+      if (this.stopReason === 'shutdown' && !this.started) {
+        if (await this.host.handback(this.runId, 'the agent is shutting down')) return;
+      }
+      let exitCode: number | null = null;
+      if (prepared && !this.stopReason) {
+        await this.host.started(this.runId).catch(() => undefined);
+        this.phase = 'running';
+        exitCode = await this.runHarness(prepared);
+      }
+      this.phase = 'finishing';
+      this.flushPartial();
+      this.outbox.cut();
+      await this.report(prepared === null && !this.stopReason ? result('failed', 'infra_error', 'The GPU agent could not prepare this run; retry once.') : null, exitCode);
+    } catch (err) {
+      this.host.log(`run ${this.runId}: ${(err as Error).stack ?? err}`);
+    } finally {
+      this.phase = 'done';
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+      if (this.killTimer) clearTimeout(this.killTimer);
+      this.outbox.close();
+      await fs.rm(this.runDir, { recursive: true, force: true }).catch((e: Error) => this.host.log(`could not wipe ${this.runDir}: ${e.message}`));
+      this.resolveDone();
+    }
+  }
+
+  /** Cancel, deadline, shutdown or "no longer yours": TERM to the tree, grace, KILL. Idempotent. */
+  stop(reason: StopReason, message: string): void {
+    if (this.phase === 'done') return;
+    if (!this.stopReason) {
+      this.stopReason = reason;
+      this.stopMessage = message;
+    }
+    const proc = this.proc;
+    if (!proc || this.killTimer) return;
+    this.note(`stopping: ${message}`);
+    signalTree(proc.pid, 'SIGTERM');
+    this.killTimer = setTimeout(() => {
+      if (alive(proc.pid)) this.note('still running after the grace period: killing');
+      signalTree(proc.pid, 'SIGKILL');
+    }, this.host.config.cancelGraceMs);
+  }
+
+  setDeadline(deadlineAt: number): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    const ms = Math.max(0, deadlineAt - Date.now());
+    // Timers hold 32-bit milliseconds; a far deadline is re-armed on the way.
+    this.deadlineTimer = setTimeout(() => {
+      if (Date.now() >= deadlineAt) this.stop('deadline', "the run reached the organizer's whole-run time limit");
+      else this.setDeadline(deadlineAt);
+    }, Math.min(ms, 2 ** 31 - 1));
+  }
+
+  private note(text: string): void {
+    this.outbox.line('agent', text);
+  }
+
+  private async prepare(): Promise<{ workspace: string; privateDir: string; specPath: string; spec: HarnessSpec }> {
+    const { config } = this.host;
+    await fs.rm(this.runDir, { recursive: true, force: true });
+    const workspace = path.join(this.runDir, 'workspace');
+    const privateDir = path.join(this.runDir, 'private');
+    await fs.mkdir(workspace, { recursive: true, mode: 0o700 });
+    await fs.mkdir(privateDir, { recursive: true, mode: 0o700 });
+    this.note(`preparing run ${this.runId} (${this.assign.benchmarkId}, ${this.assign.mode}) on slot ${this.assign.slot}`);
+
+    const url = new URL(this.assign.submission.url, config.apiUrl);
+    const res = await fetch(url, { headers: { 'X-Agent-Token': config.token } });
+    if (!res.ok) throw new Error(`download failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    if (sha !== this.assign.submission.sha256) throw new Error(`the download's sha256 ${sha} is not the submission's ${this.assign.submission.sha256}`);
+
+    if (this.assign.submission.kind === 'archive') {
+      const verdict = await validateArchive(bytes);
+      if (!verdict.ok || !verdict.files) {
+        const problems = verdict.verdicts.flatMap((v) => v.problems).slice(0, 5).join('; ');
+        throw new Error(`the archive fails the archive rules: ${problems}`);
+      }
+      for (const file of verdict.files) {
+        const target = path.resolve(workspace, file.path);
+        if (!target.startsWith(workspace + path.sep)) throw new Error(`archive path escapes the workspace: ${file.path}`);
+        await fs.mkdir(path.dirname(target), { recursive: true });
+        await fs.writeFile(target, file.content, { flag: 'wx' });
+      }
+      this.note(`unpacked ${verdict.files.length} files`);
+    } else {
+      await fs.writeFile(path.join(workspace, 'submission.py'), bytes, { flag: 'wx' });
+    }
+
+    const spec = this.localSpec(this.assign.spec);
+    const specPath = path.join(privateDir, 'spec.json');
+    await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
+    return { workspace: realpathSync(workspace), privateDir: realpathSync(privateDir), specPath: path.join(realpathSync(privateDir), 'spec.json'), spec };
+  }
+
+  /** The spec with this box's paths: the agent's model map, the checkout's baseline engine. */
+  private localSpec(spec: HarnessSpec): HarnessSpec {
+    if (spec.kind !== 'decode') return spec;
+    const { config } = this.host;
+    const modelPath = config.models[spec.benchmark] ?? path.resolve(config.repoDir, spec.model.path);
+    return { ...spec, model: { ...spec.model, path: modelPath }, baselineEngine: path.resolve(config.repoDir, spec.baselineEngine) };
+  }
+
+  private python(spec: HarnessSpec): string {
+    const needsTorch = !(spec.kind === 'decode' && spec.model.family === 'toy');
+    return pickPython(this.host.config.harness.python, needsTorch ? ['torch'] : []);
+  }
+
+  private async runHarness(p: { workspace: string; privateDir: string; specPath: string; spec: HarnessSpec }): Promise<number | null> {
+    const { config } = this.host;
+    const python = this.python(p.spec);
+    const socketPath = path.join(p.privateDir, 'events.sock');
+    const eventsDone = this.listenForEvents(socketPath);
+    const vars: Record<string, string> = {
+      python,
+      benchmark: this.assign.benchmarkId,
+      submission: p.workspace,
+      mode: this.assign.mode,
+      spec: p.specPath,
+      eventsFd: String(EVENTS_FD),
+    };
+    const harnessCmd = (config.harness.command ?? ['{python}', '-m', 'harness', 'run', '--benchmark', '{benchmark}', '--submission', '{submission}', '--mode', '{mode}', '--spec', '{spec}', '--events-fd', '{eventsFd}']).map((a) =>
+      a.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m),
+    );
+    const wrapperCopy = path.join(p.privateDir, 'events-wrapper.py');
+    await fs.copyFile(WRAPPER, wrapperCopy);
+    const command = [python, '-I', wrapperCopy, socketPath, String(EVENTS_FD), ...harnessCmd];
+    const env: Record<string, string> = {
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      HOME: p.workspace,
+      TMPDIR: '/tmp',
+      LANG: 'C.UTF-8',
+      PYTHONPATH: config.harness.dir!,
+      PYTHONDONTWRITEBYTECODE: '1',
+      PYTHONUNBUFFERED: '1',
+      TERM: 'dumb',
+    };
+    let file: string;
+    let args: string[];
+    if (this.host.sandboxed) {
+      file = BWRAP;
+      const needed = [python, config.harness.dir!, config.repoDir, ...Object.values(config.models)];
+      if (p.spec.kind === 'decode') needed.push(p.spec.model.path, p.spec.baselineEngine);
+      args = bwrapArgs({
+        workspace: p.workspace,
+        privateDir: p.privateDir,
+        gpus: this.gpus,
+        needed,
+        hide: ['/home', '/root', '/tmp', '/var/tmp', '/run', '/var/lib/postgresql', '/var/lib/redis', config.workDir, path.join(config.repoDir, '.data'), ...config.hidePaths],
+        blank: [config.configFile, config.tokenFile].filter((f): f is string => Boolean(f)),
+        env,
+        command,
+      });
+    } else {
+      // Development only (--insecure-no-sandbox): the slot's GPUs by CUDA_VISIBLE_DEVICES, nothing more.
+      file = command[0];
+      args = command.slice(1);
+      if (this.gpus.length) env.CUDA_VISIBLE_DEVICES = this.gpus.join(',');
+    }
+    const proc = pty.spawn(file, args, { name: 'dumb', cols: 200, rows: 50, cwd: p.workspace, env });
+    this.proc = proc;
+    if (this.stopReason) this.stop(this.stopReason, this.stopMessage);
+    proc.onData((data) => this.onOutput(data));
+    const exit = await new Promise<{ exitCode: number; signal?: number }>((resolve) => proc.onExit(resolve));
+    // The tree outlives its leader only in insecure mode (in the sandbox the pid namespace dies with it).
+    signalTree(proc.pid, 'SIGKILL');
+    await Promise.race([eventsDone, new Promise((r) => setTimeout(r, 2_000))]);
+    this.events?.close();
+    return exit.signal ? null : exit.exitCode;
+  }
+
+  private listenForEvents(socketPath: string): Promise<void> {
+    return new Promise((resolve) => {
+      let buffered = '';
+      const server = net.createServer({ pauseOnConnect: false }, (conn) => {
+        // Exactly one connection: the wrapper's. Close the door behind it.
+        server.close();
+        conn.setEncoding('utf8');
+        conn.on('data', (chunk: string) => {
+          buffered += chunk;
+          let nl: number;
+          while ((nl = buffered.indexOf('\n')) >= 0) {
+            this.onEventLine(buffered.slice(0, nl));
+            buffered = buffered.slice(nl + 1);
+          }
+        });
+        conn.on('end', () => {
+          if (buffered.trim()) this.onEventLine(buffered);
+          resolve();
+        });
+        conn.on('error', () => resolve());
+      });
+      server.on('error', (err) => {
+        this.note(`events channel failed: ${err.message}`);
+        resolve();
+      });
+      server.listen(socketPath);
+      this.events = server;
+    });
+  }
+
+  private onEventLine(line: string): void {
+    if (!line.trim()) return;
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch {
+      this.note('ignored a harness event that is not JSON');
+      return;
+    }
+    const parsed = HarnessEvent.safeParse(json);
+    if (!parsed.success) {
+      this.note(`ignored a malformed harness event: ${parsed.error.issues[0]?.message ?? ''}`);
+      return;
+    }
+    const event = parsed.data;
+    if (event.type === 'log') this.outbox.line('harness', event.level === 'info' ? event.message : `${event.level}: ${event.message}`);
+    else if (event.type === 'result') this.harnessResult = event;
+    else this.outbox.event(event);
+  }
+
+  private onOutput(data: string): void {
+    const text = this.partial + data;
+    const parts = text.split('\n');
+    this.partial = parts.pop() ?? '';
+    for (const part of parts) this.outbox.line('out', part.replace(/\r$/, ''));
+    if (this.partial.length > 16_384) {
+      this.outbox.line('out', this.partial);
+      this.partial = '';
+    }
+  }
+
+  private flushPartial(): void {
+    if (this.partial) this.outbox.line('out', this.partial.replace(/\r$/, ''));
+    this.partial = '';
+  }
+
+  /** The verdict, resent until the server acknowledges it (the host retries across reconnects). */
+  private async report(preparationFailure: HarnessResultEvent | null, exitCode: number | null): Promise<void> {
+    let verdict: HarnessResultEvent;
+    let canceled = false;
+    switch (this.stopReason) {
+      case 'cancel':
+        canceled = true;
+        verdict = result('failed', null, `Canceled: ${this.stopMessage}`);
+        break;
+      case 'deadline':
+        verdict = result('failed', 'timeout', "The run exceeded the organizer's whole-run time limit and was stopped.");
+        break;
+      case 'shutdown':
+        verdict = result('failed', 'infra_error', 'The GPU agent was shut down during the run. This is not your engine\'s fault; retry once.');
+        break;
+      case 'lost':
+        verdict = result('failed', 'infra_error', 'The run was ended by the server.');
+        break;
+      default:
+        verdict =
+          preparationFailure ??
+          this.harnessResult ??
+          result('failed', 'harness_error', `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`);
+    }
+    if (this.stopReason === 'lost') return; // the server already has the final state
+    await this.outbox.drained();
+    await this.host.finished({ runId: this.runId, lastSeq: this.outbox.lastSeq, result: verdict, canceled, exitCode });
+  }
+}
