@@ -187,8 +187,14 @@ export class GithubAppStandin {
     if (!jwt || !this.publicKey) return 'A JSON web token could not be decoded';
     const [h, p, sig] = jwt.split('.');
     if (!h || !p || !sig) return 'A JSON web token could not be decoded';
-    const header = JSON.parse(Buffer.from(h, 'base64url').toString());
-    const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
+    let header: { alg?: string };
+    let payload: { iss?: unknown; exp?: unknown };
+    try {
+      header = JSON.parse(Buffer.from(h, 'base64url').toString());
+      payload = JSON.parse(Buffer.from(p, 'base64url').toString());
+    } catch {
+      return 'A JSON web token could not be decoded';
+    }
     if (header.alg !== 'RS256') return `'alg' must be RS256`;
     if (!verify('RSA-SHA256', Buffer.from(`${h}.${p}`), this.publicKey, Buffer.from(sig, 'base64url'))) return 'The JWT signature does not match the app key';
     if (String(payload.iss) !== this.appId) return `'Issuer' claim ('iss') must be the app id ${this.appId}`;
