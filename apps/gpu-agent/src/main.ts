@@ -42,6 +42,8 @@ function main(): void {
     },
   });
   agent.start();
+  // Tests cut the network under a live run this way (a real socket drop, not a mocked one).
+  if (process.env.DRYFT_AGENT_TEST_HOOKS === '1') process.on('SIGUSR2', () => agent.simulateNetworkCut());
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

@@ -3,7 +3,8 @@ import type { HarnessResultEvent, HarnessSpec, RunAssign, RunFinished } from '@d
 import { validateArchive } from '@dryft/libs/node';
 import * as pty from 'node-pty';
 import { createHash } from 'node:crypto';
-import { promises as fs, realpathSync } from 'node:fs';
+import { existsSync, promises as fs, realpathSync } from 'node:fs';
+import * as os from 'node:os';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { AgentConfig } from './config';
@@ -68,6 +69,7 @@ export class RunExecutor {
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private readonly runDir: string;
+  private readonly cleanup: (() => Promise<unknown>)[] = [];
 
   constructor(
     readonly assign: RunAssign,
@@ -115,6 +117,7 @@ export class RunExecutor {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
       if (this.killTimer) clearTimeout(this.killTimer);
       this.outbox.close();
+      for (const c of this.cleanup) await c().catch(() => undefined);
       await fs.rm(this.runDir, { recursive: true, force: true }).catch((e: Error) => this.host.log(`could not wipe ${this.runDir}: ${e.message}`));
       this.resolveDone();
     }
@@ -206,7 +209,12 @@ export class RunExecutor {
   private async runHarness(p: { workspace: string; privateDir: string; specPath: string; spec: HarnessSpec }): Promise<number | null> {
     const { config } = this.host;
     const python = this.python(p.spec);
-    const socketPath = path.join(p.privateDir, 'events.sock');
+    // Unix socket paths are limited to 108 bytes and the work dir may be deep: the socket lives in a
+    // short private folder of its own, bound read-only into the sandbox at the same path.
+    const socketDir = await fs.mkdtemp(path.join(existsSync('/tmp') ? '/tmp' : os.tmpdir(), 'dryft-ev-'));
+    this.cleanup.push(() => fs.rm(socketDir, { recursive: true, force: true }));
+    await fs.chmod(socketDir, 0o700);
+    const socketPath = path.join(socketDir, 'e.sock');
     const eventsDone = this.listenForEvents(socketPath);
     const vars: Record<string, string> = {
       python,
@@ -241,6 +249,7 @@ export class RunExecutor {
       args = bwrapArgs({
         workspace: p.workspace,
         privateDir: p.privateDir,
+        readOnly: [socketDir],
         gpus: this.gpus,
         needed,
         hide: ['/home', '/root', '/tmp', '/var/tmp', '/run', '/var/lib/postgresql', '/var/lib/redis', config.workDir, path.join(config.repoDir, '.data'), ...config.hidePaths],

@@ -25,6 +25,8 @@ export interface SandboxPlan {
   workspace: string;
   /** Read-only: the spec and the events socket. */
   privateDir: string;
+  /** More read-only folders (the events socket's). */
+  readOnly: string[];
   /** GPU ids of the slot: only their /dev/nvidiaN nodes are visible. */
   gpus: string[];
   /** Paths the run needs to read (interpreter, harness, repo, models): never hidden. */
@@ -67,6 +69,7 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   }
   for (const f of plan.blank) if (existsSync(f)) args.push('--ro-bind', '/dev/null', real(f));
   args.push('--bind', plan.workspace, plan.workspace, '--ro-bind', plan.privateDir, plan.privateDir);
+  for (const dir of plan.readOnly) args.push('--ro-bind', dir, dir);
   for (const id of plan.gpus) {
     const node = `/dev/nvidia${id}`;
     if (existsSync(node)) args.push('--dev-bind', node, node);
