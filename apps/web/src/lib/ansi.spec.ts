@@ -34,6 +34,8 @@ describe('parseAnsi', () => {
 
   it('strips escapes for search and download, and renders CSS', () => {
     expect(stripAnsi('\x1b[1m\x1b[34mblue\x1b[0m')).toBe('blue');
-    expect(styleToCss({ fg: '#000', bold: true, underline: true })).toBe('color:#000;font-weight:600;text-decoration:underline');
+    expect(styleToCss({ fg: '#000', bold: true, underline: true })).toBe(
+      'color:#000;font-weight:600;text-decoration:underline',
+    );
   });
 });

@@ -18,8 +18,22 @@ export interface AnsiSegment {
 
 /** The 16 basic colours, tuned for a light log background. */
 export const PALETTE = [
-  '#1f2328', '#c62828', '#2e7d32', '#a66f00', '#1f5fd1', '#8e3fb0', '#0f7c8c', '#6e7781',
-  '#57606a', '#e5534b', '#3fa34d', '#c9a100', '#4a8cf0', '#b35ad1', '#1ba3b5', '#8c959f',
+  '#1f2328',
+  '#c62828',
+  '#2e7d32',
+  '#a66f00',
+  '#1f5fd1',
+  '#8e3fb0',
+  '#0f7c8c',
+  '#6e7781',
+  '#57606a',
+  '#e5534b',
+  '#3fa34d',
+  '#c9a100',
+  '#4a8cf0',
+  '#b35ad1',
+  '#1ba3b5',
+  '#8c959f',
 ];
 
 function xterm256(n: number): string | undefined {

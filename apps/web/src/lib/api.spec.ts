@@ -8,7 +8,16 @@ describe('api helpers', () => {
   });
 
   it("surfaces the API's own error message", async () => {
-    const res = new Response(JSON.stringify({ error: { code: 'daily_limit_reached', message: 'Used all 1 official runs', details: { bucket: 'official' } } }), { status: 429 });
+    const res = new Response(
+      JSON.stringify({
+        error: {
+          code: 'daily_limit_reached',
+          message: 'Used all 1 official runs',
+          details: { bucket: 'official' },
+        },
+      }),
+      { status: 429 },
+    );
     const err = (await parseResponse(res).catch((e) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
     expect(err.status).toBe(429);
@@ -18,7 +27,9 @@ describe('api helpers', () => {
   });
 
   it('explains a non-JSON failure', async () => {
-    const err = (await parseResponse(new Response('<html>', { status: 502, statusText: 'Bad Gateway' })).catch((e) => e)) as ApiError;
+    const err = (await parseResponse(
+      new Response('<html>', { status: 502, statusText: 'Bad Gateway' }),
+    ).catch((e) => e)) as ApiError;
     expect(err.message).toMatch(/502/);
   });
 

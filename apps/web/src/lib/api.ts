@@ -62,7 +62,13 @@ export async function parseResponse<T>(res: Response): Promise<T> {
   }
   if (res.ok) return json as T;
   const parsed = ApiErrorBody.safeParse(json);
-  if (parsed.success) throw new ApiError(res.status, parsed.data.error.code, parsed.data.error.message, parsed.data.error.details);
+  if (parsed.success)
+    throw new ApiError(
+      res.status,
+      parsed.data.error.code,
+      parsed.data.error.message,
+      parsed.data.error.details,
+    );
   const fallback =
     res.status === 404
       ? 'Not found on this hub.'
@@ -107,7 +113,8 @@ export function itemsOf<T>(value: unknown): T[] {
   if (Array.isArray(value)) return value as T[];
   if (value && typeof value === 'object') {
     const v = value as Record<string, unknown>;
-    for (const key of ['items', 'quotas', 'agents', 'entries']) if (Array.isArray(v[key])) return v[key] as T[];
+    for (const key of ['items', 'quotas', 'agents', 'entries'])
+      if (Array.isArray(v[key])) return v[key] as T[];
   }
   return [];
 }

@@ -39,12 +39,16 @@ export const FAILURE_HELP: Record<FailureCode, FailureHelp> = {
   },
   latency_limit: {
     title: 'Latency limit',
-    look: ['Official runs enforce maximum TTFT and TPOT: compare the sample table with the benchmark’s published limits.'],
+    look: [
+      'Official runs enforce maximum TTFT and TPOT: compare the sample table with the benchmark’s published limits.',
+    ],
     retry: false,
   },
   memory_limit: {
     title: 'Memory limit',
-    look: ['The engine used more GPU memory than the benchmark allows: check KV-cache sizing and temporary buffers.'],
+    look: [
+      'The engine used more GPU memory than the benchmark allows: check KV-cache sizing and temporary buffers.',
+    ],
     retry: false,
   },
   unstable_timing: {

@@ -13,7 +13,10 @@ export function holderKey(e: Pick<LeaderboardEntry, 'teamSlug' | 'userLogin' | '
 }
 
 /** What changed between two versions of a board, per holder of the new one. */
-export function diffBoards(previous: readonly LeaderboardEntry[] | null, next: readonly LeaderboardEntry[]): Map<string, Movement> {
+export function diffBoards(
+  previous: readonly LeaderboardEntry[] | null,
+  next: readonly LeaderboardEntry[],
+): Map<string, Movement> {
   const out = new Map<string, Movement>();
   if (!previous) return out;
   const before = new Map(previous.map((e) => [holderKey(e), e]));

@@ -10,7 +10,11 @@ let socket: Socket | null = null;
 
 export function liveSocket(): Socket {
   if (!socket) {
-    socket = io('/live', { withCredentials: true, transports: ['websocket', 'polling'], reconnectionDelayMax: 5000 });
+    socket = io('/live', {
+      withCredentials: true,
+      transports: ['websocket', 'polling'],
+      reconnectionDelayMax: 5000,
+    });
   }
   return socket;
 }
@@ -45,9 +49,17 @@ export function emitJoin(event: string, payload: unknown, timeoutMs = 10_000): P
   const s = liveSocket();
   return new Promise((resolve) => {
     s.timeout(timeoutMs).emit(event, payload, (err: Error | null, ack: unknown) => {
-      if (err) return resolve({ ok: false, error: { code: 'timeout', message: 'The live connection did not answer; retrying.' } });
+      if (err)
+        return resolve({
+          ok: false,
+          error: { code: 'timeout', message: 'The live connection did not answer; retrying.' },
+        });
       const parsed = JoinAck.safeParse(ack);
-      resolve(parsed.success ? parsed.data : { ok: false, error: { code: 'bad_ack', message: 'The hub sent an unexpected answer.' } });
+      resolve(
+        parsed.success
+          ? parsed.data
+          : { ok: false, error: { code: 'bad_ack', message: 'The hub sent an unexpected answer.' } },
+      );
     });
   });
 }

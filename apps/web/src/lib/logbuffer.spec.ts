@@ -2,7 +2,12 @@ import type { LogLine } from '@dryft/libs';
 import { describe, expect, it } from 'vitest';
 import { LogBuffer, visibleWindow } from './logbuffer';
 
-const line = (seq: number, text = `line ${seq}`): LogLine => ({ seq, ts: 1_700_000_000_000 + seq, stream: 'out', text });
+const line = (seq: number, text = `line ${seq}`): LogLine => ({
+  seq,
+  ts: 1_700_000_000_000 + seq,
+  stream: 'out',
+  text,
+});
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => line(from + i));
 
 describe('LogBuffer', () => {
@@ -63,5 +68,31 @@ describe('visibleWindow', () => {
 
   it('clamps at both ends', () => {
     expect(visibleWindow(0, 500, 19, 10)).toMatchObject({ first: 0, last: 10 });
+  });
+});
+
+describe('LogBuffer rows', () => {
+  it('shows a line with newlines (a traceback) as several rows of one seq', () => {
+    const b = new LogBuffer();
+    b.add([line(1, 'start'), line(2, 'Traceback:\n  File "x.py"\nValueError: bad\n'), line(3, 'end')]);
+    expect(b.length).toBe(3);
+    expect(b.rowCount).toBe(5);
+    expect([0, 1, 2, 3, 4].map((i) => [b.row(i).seq, b.row(i).part])).toEqual([
+      [1, 0],
+      [2, 0],
+      [2, 1],
+      [2, 2],
+      [3, 0],
+    ]);
+    expect(b.search('valueerror')).toEqual([3]);
+    b.add([line(0 + 4, 'more')]);
+    expect(b.rowCount).toBe(6);
+  });
+
+  it('rebuilds rows in order after a late line', () => {
+    const b = new LogBuffer();
+    b.add([line(1), line(3, 'a\nb')]);
+    b.add([line(2)]);
+    expect([0, 1, 2, 3].map((i) => b.row(i).text)).toEqual(['line 1', 'line 2', 'a', 'b']);
   });
 });

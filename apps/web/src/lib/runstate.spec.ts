@@ -14,10 +14,31 @@ const sample = (workload: string, index: number, ttftMs: number, warmup = false)
 });
 
 const run = (status: RunView['status']): RunView => ({
-  id: 'r1', submissionId: 's1', submissionName: 'x #1', benchmarkId: 'toy-decode', teamId: 't', createdBy: 'ada', mode: 'public',
-  tier: null, dataset: null, status, failureCode: null, message: null, cancelReason: null, queuePosition: null, score: null,
-  rulesVersion: 1, invalidated: false, invalidatedReason: null, agentName: null, createdAt: '', assignedAt: null, startedAt: null,
-  finishedAt: null, deadlineAt: null, lastLogSeq: 0,
+  id: 'r1',
+  submissionId: 's1',
+  submissionName: 'x #1',
+  benchmarkId: 'toy-decode',
+  teamId: 't',
+  createdBy: 'ada',
+  mode: 'public',
+  tier: null,
+  dataset: null,
+  status,
+  failureCode: null,
+  message: null,
+  cancelReason: null,
+  queuePosition: null,
+  score: null,
+  rulesVersion: 1,
+  invalidated: false,
+  invalidatedReason: null,
+  agentName: null,
+  createdAt: '',
+  assignedAt: null,
+  startedAt: null,
+  finishedAt: null,
+  deadlineAt: null,
+  lastLogSeq: 0,
 });
 
 describe('RunState', () => {

@@ -71,7 +71,10 @@ export type ChartData = [number[], ...(number | null)[][]];
  * A chart of one timing field: x = measured sample number within its workload (1, 2, …),
  * one series per workload. Warm-up samples are left out (they are in the table).
  */
-export function timingSeries(samples: readonly SampleView[], field: 'ttftMs' | 'tpotMs'): { workloads: string[]; data: ChartData } {
+export function timingSeries(
+  samples: readonly SampleView[],
+  field: 'ttftMs' | 'tpotMs',
+): { workloads: string[]; data: ChartData } {
   const measured = samples.filter((s) => !s.warmup && s[field] !== null);
   const workloads = [...new Set(measured.map((s) => s.workload))];
   const byWorkload = new Map<string, Map<number, number>>();
@@ -100,14 +103,19 @@ export function metricNames(metrics: readonly MetricView[]): string[] {
 }
 
 /** A step chart of a best score over time, one series per benchmark, x in epoch seconds. */
-export function bestScoreSeries(history: readonly { benchmarkId: string; score: number; achievedAt: string }[]): { benchmarks: string[]; data: ChartData } {
+export function bestScoreSeries(
+  history: readonly { benchmarkId: string; score: number; achievedAt: string }[],
+): { benchmarks: string[]; data: ChartData } {
   const benchmarks = [...new Set(history.map((h) => h.benchmarkId))];
-  const points = history.map((h) => ({ ...h, t: Math.floor(Date.parse(h.achievedAt) / 1000) })).sort((a, b) => a.t - b.t);
+  const points = history
+    .map((h) => ({ ...h, t: Math.floor(Date.parse(h.achievedAt) / 1000) }))
+    .sort((a, b) => a.t - b.t);
   const xs = [...new Set(points.map((p) => p.t))];
   const series = benchmarks.map((b) => {
     let best: number | null = null;
     return xs.map((t) => {
-      for (const p of points) if (p.t === t && p.benchmarkId === b) best = best === null ? p.score : Math.max(best, p.score);
+      for (const p of points)
+        if (p.t === t && p.benchmarkId === b) best = best === null ? p.score : Math.max(best, p.score);
       return best;
     });
   });

@@ -5,12 +5,24 @@ import { gunzipLimited, validateArchiveBytes, validateSingleFileBytes } from './
 
 const enc = new TextEncoder();
 const tgz = (files: Record<string, string | Uint8Array>) =>
-  new Uint8Array(gzipSync(writeTar(Object.entries(files).map(([name, c]) => ({ name, content: typeof c === 'string' ? enc.encode(c) : c })))));
-const failed = (v: { verdicts: { rule: string; passed: boolean }[] }) => v.verdicts.filter((x) => !x.passed).map((x) => x.rule);
+  new Uint8Array(
+    gzipSync(
+      writeTar(
+        Object.entries(files).map(([name, c]) => ({
+          name,
+          content: typeof c === 'string' ? enc.encode(c) : c,
+        })),
+      ),
+    ),
+  );
+const failed = (v: { verdicts: { rule: string; passed: boolean }[] }) =>
+  v.verdicts.filter((x) => !x.passed).map((x) => x.rule);
 
 describe('in-browser archive validation (DecompressionStream + libs rules)', () => {
   it('accepts an engine archive and lists its files', async () => {
-    const v = await validateArchiveBytes(tgz({ 'engine.py': 'class Engine: pass\n', 'util/helpers.py': 'x = 1\n' }));
+    const v = await validateArchiveBytes(
+      tgz({ 'engine.py': 'class Engine: pass\n', 'util/helpers.py': 'x = 1\n' }),
+    );
     expect(v.ok).toBe(true);
     expect(v.files.map((f) => f.path).sort()).toEqual(['engine.py', 'util/helpers.py']);
     expect(v.verdicts.every((x) => x.passed)).toBe(true);
@@ -42,7 +54,9 @@ describe('in-browser archive validation (DecompressionStream + libs rules)', () 
   });
 
   it('flags binaries and disallowed extensions per rule', async () => {
-    const v = await validateArchiveBytes(tgz({ 'engine.py': 'x\n', 'weights.bin': new Uint8Array([0, 255, 1]) }));
+    const v = await validateArchiveBytes(
+      tgz({ 'engine.py': 'x\n', 'weights.bin': new Uint8Array([0, 255, 1]) }),
+    );
     expect(failed(v)).toEqual(['extensions']);
   });
 });
@@ -51,6 +65,8 @@ describe('single-file validation', () => {
   it('accepts submission.py and refuses other names and sizes', () => {
     expect(validateSingleFileBytes('submission.py', enc.encode('SUBMISSION = None\n')).ok).toBe(true);
     expect(failed(validateSingleFileBytes('main.py', enc.encode('x')))).toEqual(['filename']);
-    expect(failed(validateSingleFileBytes('submission.py', new Uint8Array(300 * 1024).fill(32)))).toEqual(['size']);
+    expect(failed(validateSingleFileBytes('submission.py', new Uint8Array(300 * 1024).fill(32)))).toEqual([
+      'size',
+    ]);
   });
 });

@@ -15,7 +15,10 @@ export interface LocalVerdict {
 }
 
 /** Decompresses gzip in the browser, stopping once more than `limit` bytes come out. */
-export async function gunzipLimited(data: Uint8Array, limit: number): Promise<{ bytes: Uint8Array; truncated: boolean; error?: string }> {
+export async function gunzipLimited(
+  data: Uint8Array,
+  limit: number,
+): Promise<{ bytes: Uint8Array; truncated: boolean; error?: string }> {
   const stream = new Blob([data as BlobPart]).stream().pipeThrough(new DecompressionStream('gzip'));
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
@@ -34,7 +37,11 @@ export async function gunzipLimited(data: Uint8Array, limit: number): Promise<{ 
       chunks.push(value);
     }
   } catch (err) {
-    return { bytes: new Uint8Array(0), truncated: false, error: (err as Error).message || 'corrupt gzip data' };
+    return {
+      bytes: new Uint8Array(0),
+      truncated: false,
+      error: (err as Error).message || 'corrupt gzip data',
+    };
   }
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
   let pos = 0;
@@ -62,12 +69,22 @@ export async function validateArchiveBytes(data: Uint8Array): Promise<LocalVerdi
   }
   const tar = validateTar(gz.bytes, { truncatedAtLimit: gz.truncated });
   const v = mergeContainerProblems(container, tar);
-  return { ok: v.ok, verdicts: v.verdicts, files: tar.files.map((f) => ({ path: f.path, size: f.size })), expandedBytes: tar.expandedBytes };
+  return {
+    ok: v.ok,
+    verdicts: v.verdicts,
+    files: tar.files.map((f) => ({ path: f.path, size: f.size })),
+    expandedBytes: tar.expandedBytes,
+  };
 }
 
 export function validateSingleFileBytes(name: string, data: Uint8Array): LocalVerdict {
   const v = validateSingleFile(name, data);
-  return { ok: v.ok, verdicts: v.verdicts, files: v.files.map((f) => ({ path: f.path, size: f.size })), expandedBytes: v.expandedBytes };
+  return {
+    ok: v.ok,
+    verdicts: v.verdicts,
+    files: v.files.map((f) => ({ path: f.path, size: f.size })),
+    expandedBytes: v.expandedBytes,
+  };
 }
 
 export async function validateUpload(kind: 'archive' | 'file', file: File): Promise<LocalVerdict> {
