@@ -40,38 +40,63 @@ describe('GitHub App: installing and connecting repositories', () => {
 
   it('reports the feature as configured', async () => {
     const res = await hub.http.get('/api/github/status');
-    expect(res.body).toMatchObject({ configured: true, appSlug: 'dryft-test', appUrl: `${standin.url}/apps/dryft-test` });
+    expect(res.body).toMatchObject({
+      configured: true,
+      appSlug: 'dryft-test',
+      appUrl: `${standin.url}/apps/dryft-test`,
+    });
   });
 
   it('installs through GitHub and binds the installation to the team that started it; a state works once', async () => {
     const { setup, state } = await install(hub, standin, alice, aliceTeam.id, ALICE_INST);
     expect(setup.status).toBe(200);
-    expect(setup.body).toMatchObject({ installationId: String(ALICE_INST), teamId: aliceTeam.id, account: 'alice-org' });
-    const reused = await alice.get(`/api/github/setup?installation_id=${ALICE_INST}&setup_action=install&state=${state}`).set('Accept', 'application/json');
+    expect(setup.body).toMatchObject({
+      installationId: String(ALICE_INST),
+      teamId: aliceTeam.id,
+      account: 'alice-org',
+    });
+    const reused = await alice
+      .get(`/api/github/setup?installation_id=${ALICE_INST}&setup_action=install&state=${state}`)
+      .set('Accept', 'application/json');
     expect(reused.status).toBe(400);
     expect(reused.body.error.code).toBe('install_state_invalid');
     // A browser is sent back to the Repositories page, with the refusal in the query.
-    const browser = await alice.get(`/api/github/setup?installation_id=${ALICE_INST}&setup_action=install&state=${state}`).set('Accept', 'text/html');
+    const browser = await alice
+      .get(`/api/github/setup?installation_id=${ALICE_INST}&setup_action=install&state=${state}`)
+      .set('Accept', 'text/html');
     expect(browser.status).toBe(302);
     expect(browser.headers.location).toMatch(/^\/repositories\?github_error=install_state_invalid&message=/);
 
     const repos = await alice.get(`/api/teams/${aliceTeam.id}/github/repositories`);
     expect(repos.status).toBe(200);
-    expect(repos.body.installations).toEqual([expect.objectContaining({ installationId: String(ALICE_INST), account: 'alice-org' })]);
-    expect(repos.body.repositories.map((r: { fullName: string }) => r.fullName).sort()).toEqual(['alice-org/fast-qwen', 'alice-org/notes']);
-    expect(repos.body.repositories.find((r: { fullName: string }) => r.fullName === 'alice-org/notes')).toMatchObject({ defaultBranch: 'trunk', connectionId: null, connectedElsewhere: false });
+    expect(repos.body.installations).toEqual([
+      expect.objectContaining({ installationId: String(ALICE_INST), account: 'alice-org' }),
+    ]);
+    expect(repos.body.repositories.map((r: { fullName: string }) => r.fullName).sort()).toEqual([
+      'alice-org/fast-qwen',
+      'alice-org/notes',
+    ]);
+    expect(
+      repos.body.repositories.find((r: { fullName: string }) => r.fullName === 'alice-org/notes'),
+    ).toMatchObject({ defaultBranch: 'trunk', connectionId: null, connectedElsewhere: false });
   });
 
   it('refuses the install flow, listing and connecting to a plain member and to API tokens', async () => {
     const install = await member.get(`/api/github/install?team=${aliceTeam.id}`);
     expect(install.status).toBe(403);
     expect(install.body.error.code).toBe('role_not_allowed');
-    const connect = await member.post(`/api/teams/${aliceTeam.id}/repositories`, { fullName: 'alice-org/fast-qwen', benchmark: 'toy-decode' });
+    const connect = await member.post(`/api/teams/${aliceTeam.id}/repositories`, {
+      fullName: 'alice-org/fast-qwen',
+      benchmark: 'toy-decode',
+    });
     expect(connect.status).toBe(403);
     expect(connect.body.error.message).toMatch(/owners and admins/);
     expect((await member.get(`/api/teams/${aliceTeam.id}/github/repositories`)).status).toBe(403);
     const token = (await alice.post(`/api/teams/${aliceTeam.id}/tokens`, { name: 'ci' })).body.token;
-    const viaToken = await withToken(hub, token).post(`/api/teams/${aliceTeam.id}/repositories`, { fullName: 'alice-org/fast-qwen', benchmark: 'toy-decode' });
+    const viaToken = await withToken(hub, token).post(`/api/teams/${aliceTeam.id}/repositories`, {
+      fullName: 'alice-org/fast-qwen',
+      benchmark: 'toy-decode',
+    });
     expect(viaToken.status).toBe(403);
     expect(viaToken.body.error.code).toBe('token_not_allowed');
   });
@@ -82,24 +107,39 @@ describe('GitHub App: installing and connecting repositories', () => {
     expect(hijack.setup.status).toBe(409);
     expect(hijack.setup.body.error.code).toBe('installation_taken');
     // Naming Alice's installation or repository directly finds nothing.
-    const named = await bob.post(`/api/teams/${bobTeam.id}/repositories`, { installationId: ALICE_INST, fullName: 'alice-org/fast-qwen', benchmark: 'toy-decode' });
+    const named = await bob.post(`/api/teams/${bobTeam.id}/repositories`, {
+      installationId: ALICE_INST,
+      fullName: 'alice-org/fast-qwen',
+      benchmark: 'toy-decode',
+    });
     expect(named.status).toBe(404);
     expect(named.body.error.code).toBe('installation_not_found');
-    const noInstall = await bob.post(`/api/teams/${bobTeam.id}/repositories`, { fullName: 'alice-org/fast-qwen', benchmark: 'toy-decode' });
+    const noInstall = await bob.post(`/api/teams/${bobTeam.id}/repositories`, {
+      fullName: 'alice-org/fast-qwen',
+      benchmark: 'toy-decode',
+    });
     expect(noInstall.status).toBe(409);
     expect(noInstall.body.error.code).toBe('github_app_not_installed');
     expect((await install(hub, standin, bob, bobTeam.id, BOB_INST)).setup.status).toBe(200);
-    const notGranted = await bob.post(`/api/teams/${bobTeam.id}/repositories`, { fullName: 'alice-org/fast-qwen', benchmark: 'toy-decode' });
+    const notGranted = await bob.post(`/api/teams/${bobTeam.id}/repositories`, {
+      fullName: 'alice-org/fast-qwen',
+      benchmark: 'toy-decode',
+    });
     expect(notGranted.status).toBe(404);
     expect(notGranted.body.error.code).toBe('repository_not_granted');
     // A setup callback without a state, for an installation Bob's team does not hold, is refused.
-    const stateless = await bob.get(`/api/github/setup?installation_id=${ALICE_INST}&setup_action=update`).set('Accept', 'application/json');
+    const stateless = await bob
+      .get(`/api/github/setup?installation_id=${ALICE_INST}&setup_action=update`)
+      .set('Accept', 'application/json');
     expect(stateless.status).toBe(400);
     expect(stateless.body.error.code).toBe('install_state_invalid');
   });
 
   it('connects a repository (starting no run), changes its settings and disconnects it', async () => {
-    const created = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, { fullName: 'Alice-Org/Fast-Qwen', benchmark: 'toy-decode' });
+    const created = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, {
+      fullName: 'Alice-Org/Fast-Qwen',
+      benchmark: 'toy-decode',
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
       fullName: 'alice-org/fast-qwen',
@@ -116,13 +156,22 @@ describe('GitHub App: installing and connecting repositories', () => {
     expect((await alice.get('/api/runs')).body.items).toEqual([]);
     expect((await alice.get('/api/submissions')).body.items).toEqual([]);
 
-    const again = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, { repositoryId: created.body.repositoryId, benchmark: 'toy-decode' });
+    const again = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, {
+      repositoryId: created.body.repositoryId,
+      benchmark: 'toy-decode',
+    });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('repository_already_connected');
-    const training = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, { fullName: 'alice-org/notes', benchmark: 'deep-recurrence' });
+    const training = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, {
+      fullName: 'alice-org/notes',
+      benchmark: 'deep-recurrence',
+    });
     expect(training.status).toBe(422);
     expect(training.body.error.code).toBe('benchmark_not_connectable');
-    const both = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, { fullName: 'alice-org/notes', repositoryId: 1 });
+    const both = await alice.post(`/api/teams/${aliceTeam.id}/repositories`, {
+      fullName: 'alice-org/notes',
+      repositoryId: 1,
+    });
     expect(both.status).toBe(400);
     expect(both.body.error.code).toBe('invalid_request');
 
@@ -130,13 +179,25 @@ describe('GitHub App: installing and connecting repositories', () => {
     expect((await member.get(`/api/teams/${aliceTeam.id}/repositories`)).body.items).toHaveLength(1);
     expect((await member.get(`/api/teams/${aliceTeam.id}/repositories/${id}/deliveries`)).status).toBe(403);
 
-    const patched = await alice.patch(`/api/teams/${aliceTeam.id}/repositories/${id}`, { autoRun: false, evaluation: 'official', engineFolder: './src/engine/' });
+    const patched = await alice.patch(`/api/teams/${aliceTeam.id}/repositories/${id}`, {
+      autoRun: false,
+      evaluation: 'official',
+      engineFolder: './src/engine/',
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ autoRun: false, evaluation: 'official', engineFolder: 'src/engine' });
-    const escape = await alice.patch(`/api/teams/${aliceTeam.id}/repositories/${id}`, { engineFolder: '../etc' });
+    expect(patched.body).toMatchObject({
+      autoRun: false,
+      evaluation: 'official',
+      engineFolder: 'src/engine',
+    });
+    const escape = await alice.patch(`/api/teams/${aliceTeam.id}/repositories/${id}`, {
+      engineFolder: '../etc',
+    });
     expect(escape.status).toBe(400);
     expect(escape.body.error.code).toBe('invalid_engine_folder');
-    const badEval = await alice.patch(`/api/teams/${aliceTeam.id}/repositories/${id}`, { evaluation: 'secret' });
+    const badEval = await alice.patch(`/api/teams/${aliceTeam.id}/repositories/${id}`, {
+      evaluation: 'secret',
+    });
     expect(badEval.status).toBe(400);
 
     expect((await bob.get(`/api/teams/${aliceTeam.id}/repositories/${id}`)).status).toBe(404);
@@ -156,13 +217,19 @@ describe('GitHub App: installing and connecting repositories', () => {
       const body = Buffer.from(JSON.stringify({ iat: now - 60, exp: now + 540, iss })).toString('base64url');
       return `${head}.${body}.${rsaSign('RSA-SHA256', Buffer.from(`${head}.${body}`), keys.privateKeyPem).toString('base64url')}`;
     };
-    const get = (token: string) => fetch(`${standin.url}/app/installations/${ALICE_INST}`, { headers: { authorization: `Bearer ${token}` } });
+    const get = (token: string) =>
+      fetch(`${standin.url}/app/installations/${ALICE_INST}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
     expect((await get(jwt(APP_ID))).status).toBe(200);
     const wrongIssuer = await get(jwt('9999'));
     expect(wrongIssuer.status).toBe(401);
     expect((await wrongIssuer.json()).message).toMatch(/iss/);
     const otherKey = appKeys();
-    const forged = jwt(APP_ID).split('.').slice(0, 2).join('.') + '.' + rsaSign('RSA-SHA256', Buffer.from('x'), otherKey.privateKeyPem).toString('base64url');
+    const forged =
+      jwt(APP_ID).split('.').slice(0, 2).join('.') +
+      '.' +
+      rsaSign('RSA-SHA256', Buffer.from('x'), otherKey.privateKeyPem).toString('base64url');
     expect((await get(forged)).status).toBe(401);
     expect((await get('a.b.c')).status).toBe(401);
   });
@@ -179,7 +246,9 @@ describe('GitHub App: unconfigured hub', () => {
     const status = await hub.http.get('/api/github/status');
     expect(status.status).toBe(200);
     expect(status.body.configured).toBe(false);
-    expect(status.body.message).toMatch(/GITHUB_APP_ID.*GITHUB_APP_SLUG.*GITHUB_APP_PRIVATE_KEY.*GITHUB_WEBHOOK_SECRET/);
+    expect(status.body.message).toMatch(
+      /GITHUB_APP_ID.*GITHUB_APP_SLUG.*GITHUB_APP_PRIVATE_KEY.*GITHUB_WEBHOOK_SECRET/,
+    );
     const { owner, team } = await ownerWithTeam(hub, 'unconf-owner');
     for (const res of [
       await owner.get(`/api/github/install?team=${team.id}`),

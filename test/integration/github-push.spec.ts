@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appKeys, APP_ID, deliver, example, githubAppEnv, install, pushPayload, settled, sign, starterRepoFiles } from '../support/github-app';
+import {
+  appKeys,
+  APP_ID,
+  deliver,
+  example,
+  githubAppEnv,
+  install,
+  pushPayload,
+  settled,
+  sign,
+  starterRepoFiles,
+} from '../support/github-app';
 import type { StandinRepo } from '../support/github-app-standin';
 import { GithubStandin, startGithubStandin } from '../support/github-standin';
 import { startTestHub, TestHub } from '../support/hub';
@@ -20,10 +31,24 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
   let connId: string;
   const INSTALLATION = 7001;
 
-  const runsOf = async () => (await owner.get('/api/runs?limit=100')).body.items as { id: string; mode: string; submissionName: string; submissionId: string }[];
+  const runsOf = async () =>
+    (await owner.get('/api/runs?limit=100')).body.items as {
+      id: string;
+      mode: string;
+      submissionName: string;
+      submissionId: string;
+    }[];
   const push = (branch = 'main', files = starterRepoFiles()) => {
     const sha = standin.app.commit('octo-team/fast-qwen', branch, files);
-    return { sha, payload: pushPayload({ repo: { id: repo.id, owner: 'octo-team', name: 'fast-qwen', defaultBranch: 'main' }, branch, sha, installationId: INSTALLATION }) };
+    return {
+      sha,
+      payload: pushPayload({
+        repo: { id: repo.id, owner: 'octo-team', name: 'fast-qwen', defaultBranch: 'main' },
+        branch,
+        sha,
+        installationId: INSTALLATION,
+      }),
+    };
   };
 
   beforeAll(async () => {
@@ -38,7 +63,10 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     repo = standin.app.addRepo('octo-team/fast-qwen', starterRepoFiles());
     standin.app.grant(INSTALLATION, repo);
     expect((await install(hub, standin, owner, team.id, INSTALLATION)).setup.status).toBe(200);
-    const conn = await owner.post(`/api/teams/${team.id}/repositories`, { fullName: 'octo-team/fast-qwen', benchmark: 'toy-decode' });
+    const conn = await owner.post(`/api/teams/${team.id}/repositories`, {
+      fullName: 'octo-team/fast-qwen',
+      benchmark: 'toy-decode',
+    });
     expect(conn.status).toBe(201);
     connId = conn.body.id;
   });
@@ -55,21 +83,38 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ received: true, status: 'queued' });
     const d = await settled(owner, team.id, connId, id);
-    expect(d).toMatchObject({ event: 'push', status: 'succeeded', ref: 'refs/heads/main', commitSha: sha, attempts: 1 });
+    expect(d).toMatchObject({
+      event: 'push',
+      status: 'succeeded',
+      ref: 'refs/heads/main',
+      commitSha: sha,
+      attempts: 1,
+    });
     const runs = await runsOf();
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ id: d.runId, mode: 'public', submissionName: 'fast-qwen #1' });
     const sub = await owner.get(`/api/submissions/${d.submissionId}`);
-    expect(sub.body).toMatchObject({ name: 'fast-qwen #1', source: 'github', commitSha: sha, benchmarkId: 'toy-decode' });
+    expect(sub.body).toMatchObject({
+      name: 'fast-qwen #1',
+      source: 'github',
+      commitSha: sha,
+      benchmarkId: 'toy-decode',
+    });
     // Only the engine folder, re-rooted: no README, AGENTS.md or agent/ from the repository.
-    expect(sub.body.files.map((f: { path: string }) => f.path).sort()).toEqual(['engine.py', 'kernels/__init__.py']);
+    expect(sub.body.files.map((f: { path: string }) => f.path).sort()).toEqual([
+      'engine.py',
+      'kernels/__init__.py',
+    ]);
   });
 
   it('the same delivery twice starts one run', async () => {
     const before = (await runsOf()).length;
     const { payload } = push();
     const id = randomUUID();
-    const [a, b] = await Promise.all([deliver(hub, 'push', payload, { id }), deliver(hub, 'push', payload, { id })]);
+    const [a, b] = await Promise.all([
+      deliver(hub, 'push', payload, { id }),
+      deliver(hub, 'push', payload, { id }),
+    ]);
     expect([a.status, b.status].sort()).toEqual([200, 202]);
     await settled(owner, team.id, connId, id);
     const again = await deliver(hub, 'push', payload, { id });
@@ -82,7 +127,10 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     const before = (await runsOf()).length;
     const { payload } = push();
     const id = randomUUID();
-    const wrong = await deliver(hub, 'push', payload, { id, signature: sign(JSON.stringify(payload), 'not-the-secret') });
+    const wrong = await deliver(hub, 'push', payload, {
+      id,
+      signature: sign(JSON.stringify(payload), 'not-the-secret'),
+    });
     expect(wrong.status).toBe(401);
     expect(wrong.body.error.code).toBe('signature_invalid');
     const missing = await deliver(hub, 'push', payload, { id, signature: null });
@@ -97,9 +145,21 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
       .set('X-Hub-Signature-256', sign(JSON.stringify(payload)))
       .send(JSON.stringify({ ...payload, after: 'f'.repeat(40) }));
     expect(tampered.status).toBe(401);
-    const rows = await hub.dataSource.query(`SELECT status, guid, payload, failure_code FROM github_deliveries WHERE github_delivery_id = $1 ORDER BY received_at`, [id]);
-    expect(rows.map((r: { failure_code: string }) => r.failure_code)).toEqual(['signature_invalid', 'signature_missing', 'signature_invalid']);
-    expect(rows.every((r: { status: string; guid: null; payload: null }) => r.status === 'rejected' && r.guid === null && r.payload === null)).toBe(true);
+    const rows = await hub.dataSource.query(
+      `SELECT status, guid, payload, failure_code FROM github_deliveries WHERE github_delivery_id = $1 ORDER BY received_at`,
+      [id],
+    );
+    expect(rows.map((r: { failure_code: string }) => r.failure_code)).toEqual([
+      'signature_invalid',
+      'signature_missing',
+      'signature_invalid',
+    ]);
+    expect(
+      rows.every(
+        (r: { status: string; guid: null; payload: null }) =>
+          r.status === 'rejected' && r.guid === null && r.payload === null,
+      ),
+    ).toBe(true);
     // The rejected id does not block the genuine delivery.
     expect((await deliver(hub, 'push', payload, { id })).status).toBe(202);
     await settled(owner, team.id, connId, id);
@@ -125,7 +185,13 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     const id1 = randomUUID();
     await deliver(hub, 'push', noEngine.payload, { id: id1 });
     const d1 = await settled(owner, team.id, connId, id1);
-    expect(d1).toMatchObject({ status: 'failed', failureCode: 'entrypoint', runId: null, submissionId: null, redeliverable: true });
+    expect(d1).toMatchObject({
+      status: 'failed',
+      failureCode: 'entrypoint',
+      runId: null,
+      submissionId: null,
+      redeliverable: true,
+    });
     expect(d1.reason).toMatch(/engine\.py/);
 
     const binary = push('main', { ...files, 'engine/weights.bin': 'not allowed' });
@@ -135,7 +201,10 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     expect(d2).toMatchObject({ status: 'failed', failureCode: 'extensions' });
     expect(d2.reason).toMatch(/weights\.bin/);
 
-    const missingFolder = push('main', { 'README.md': 'moved', 'src/engine/engine.py': files['engine/engine.py'] });
+    const missingFolder = push('main', {
+      'README.md': 'moved',
+      'src/engine/engine.py': files['engine/engine.py'],
+    });
     const id3 = randomUUID();
     await deliver(hub, 'push', missingFolder.payload, { id: id3 });
     const d3 = await settled(owner, team.id, connId, id3);
@@ -168,17 +237,26 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     expect(d.reason).toMatch(/after 4 attempts/);
     expect((await runsOf()).length).toBe(before);
 
-    expect((await member.post(`/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`)).status).toBe(403);
-    const again = await owner.post(`/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`);
+    expect(
+      (await member.post(`/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`)).status,
+    ).toBe(403);
+    const again = await owner.post(
+      `/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`,
+    );
     expect(again.status).toBe(202);
     const done = await settled(owner, team.id, connId, id);
     expect(done).toMatchObject({ status: 'succeeded', attempts: 2 });
     expect((await runsOf()).length).toBe(before + 1);
-    const twice = await owner.post(`/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`);
+    const twice = await owner.post(
+      `/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`,
+    );
     expect(twice.status).toBe(409);
     expect(twice.body.error.code).toBe('delivery_not_redeliverable');
     // GitHub's own "Redeliver" (same X-GitHub-Delivery) of a delivery that succeeded changes nothing.
-    expect((await deliver(hub, 'push', payload, { id })).body).toMatchObject({ duplicate: true, status: 'succeeded' });
+    expect((await deliver(hub, 'push', payload, { id })).body).toMatchObject({
+      duplicate: true,
+      status: 'succeeded',
+    });
     expect((await runsOf()).length).toBe(before + 1);
   });
 
@@ -186,28 +264,45 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     const before = (await runsOf()).length;
     const sha = standin.app.commit('octo-team/fast-qwen', 'main', starterRepoFiles());
     const key = randomUUID();
-    const res = await member.post(`/api/teams/${team.id}/repositories/${connId}/run`).set('Idempotency-Key', key);
+    const res = await member
+      .post(`/api/teams/${team.id}/repositories/${connId}/run`)
+      .set('Idempotency-Key', key);
     expect(res.status).toBe(201);
     expect(res.body.delivery).toMatchObject({ event: 'run_now', status: 'succeeded', commitSha: sha });
     expect(res.body.run).toMatchObject({ mode: 'public', status: 'queued', createdBy: 'push-member' });
-    const replay = await member.post(`/api/teams/${team.id}/repositories/${connId}/run`).set('Idempotency-Key', key);
+    const replay = await member
+      .post(`/api/teams/${team.id}/repositories/${connId}/run`)
+      .set('Idempotency-Key', key);
     expect(replay.status).toBe(200);
     expect(replay.body.run.id).toBe(res.body.run.id);
     expect((await runsOf()).length).toBe(before + 1);
-    expect((await owner.get(`/api/teams/${team.id}/repositories/${connId}`)).body).toMatchObject({ autoRun: true, evaluation: 'public' });
+    expect((await owner.get(`/api/teams/${team.id}/repositories/${connId}`)).body).toMatchObject({
+      autoRun: true,
+      evaluation: 'public',
+    });
   });
 
   it('auto-run off ignores pushes; official evaluation starts official runs', async () => {
     const before = (await runsOf()).length;
-    expect((await member.patch(`/api/teams/${team.id}/repositories/${connId}`, { autoRun: false })).status).toBe(403);
-    expect((await owner.patch(`/api/teams/${team.id}/repositories/${connId}`, { autoRun: false })).body).toMatchObject({ autoRun: false });
+    expect(
+      (await member.patch(`/api/teams/${team.id}/repositories/${connId}`, { autoRun: false })).status,
+    ).toBe(403);
+    expect(
+      (await owner.patch(`/api/teams/${team.id}/repositories/${connId}`, { autoRun: false })).body,
+    ).toMatchObject({ autoRun: false });
     const off = push();
     const id1 = randomUUID();
     await deliver(hub, 'push', off.payload, { id: id1 });
-    expect(await settled(owner, team.id, connId, id1)).toMatchObject({ status: 'ignored', reason: expect.stringMatching(/Auto-run on push is off/) });
+    expect(await settled(owner, team.id, connId, id1)).toMatchObject({
+      status: 'ignored',
+      reason: expect.stringMatching(/Auto-run on push is off/),
+    });
     expect((await runsOf()).length).toBe(before);
 
-    await owner.patch(`/api/teams/${team.id}/repositories/${connId}`, { autoRun: true, evaluation: 'official' });
+    await owner.patch(`/api/teams/${team.id}/repositories/${connId}`, {
+      autoRun: true,
+      evaluation: 'official',
+    });
     const on = push();
     const id2 = randomUUID();
     await deliver(hub, 'push', on.payload, { id: id2 });
@@ -221,25 +316,43 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     // A second repository on the same installation, removed through installation_repositories.
     const other = standin.app.addRepo('octo-team/other-engine', starterRepoFiles());
     standin.app.grant(INSTALLATION, other);
-    const conn2 = await owner.post(`/api/teams/${team.id}/repositories`, { repositoryId: other.id, benchmark: 'toy-decode' });
+    const conn2 = await owner.post(`/api/teams/${team.id}/repositories`, {
+      repositoryId: other.id,
+      benchmark: 'toy-decode',
+    });
     expect(conn2.status).toBe(201);
     const removed = example('installation_repositories', (e) => e.action === 'removed');
     removed.installation.id = INSTALLATION;
-    removed.repositories_removed = [{ id: other.id, node_id: 'x', name: 'other-engine', full_name: 'octo-team/other-engine', private: true }];
+    removed.repositories_removed = [
+      {
+        id: other.id,
+        node_id: 'x',
+        name: 'other-engine',
+        full_name: 'octo-team/other-engine',
+        private: true,
+      },
+    ];
     expect((await deliver(hub, 'installation_repositories', removed)).status).toBe(202);
-    await waitFor(async () => (await owner.get(`/api/teams/${team.id}/repositories`)).body.items.length === 1);
+    await waitFor(
+      async () => (await owner.get(`/api/teams/${team.id}/repositories`)).body.items.length === 1,
+    );
 
     const deleted = example('installation', (e) => e.action === 'deleted');
     deleted.installation.id = INSTALLATION;
     expect((await deliver(hub, 'installation', deleted)).status).toBe(202);
-    await waitFor(async () => (await owner.get(`/api/teams/${team.id}/repositories`)).body.items.length === 0);
+    await waitFor(
+      async () => (await owner.get(`/api/teams/${team.id}/repositories`)).body.items.length === 0,
+    );
     expect((await owner.get(`/api/teams/${team.id}/github/repositories`)).body.installations).toEqual([]);
     // A push for the disconnected repository is recorded and ignored.
     const { payload } = push();
     const id = randomUUID();
     await deliver(hub, 'push', payload, { id });
     await waitFor(async () => {
-      const rows = await hub.dataSource.query(`SELECT status, reason FROM github_deliveries WHERE guid = $1`, [id]);
+      const rows = await hub.dataSource.query(
+        `SELECT status, reason FROM github_deliveries WHERE guid = $1`,
+        [id],
+      );
       return rows[0]?.status === 'ignored' && /not connected/.test(rows[0].reason);
     });
   });

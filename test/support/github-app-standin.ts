@@ -21,7 +21,8 @@ export interface StandinInstallation {
   repositoryIds: Set<number>;
 }
 
-const json = (res: ServerResponse, status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+const json = (res: ServerResponse, status: number, body: unknown) =>
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
 
 /**
  * The GitHub App half of the stand-in: what `@octokit/app` calls on behalf of the hub. App calls
@@ -60,7 +61,15 @@ export class GithubAppStandin {
   /** A repository with one commit on its default branch; grant it to an installation with `grant`. */
   addRepo(fullName: string, files: Record<string, string | Buffer>, defaultBranch = 'main'): StandinRepo {
     const [owner, name] = fullName.split('/');
-    const repo: StandinRepo = { id: this.nextRepoId++, owner, name, defaultBranch, private: true, branches: new Map(), commits: new Map() };
+    const repo: StandinRepo = {
+      id: this.nextRepoId++,
+      owner,
+      name,
+      defaultBranch,
+      private: true,
+      branches: new Map(),
+      commits: new Map(),
+    };
     this.repos.set(fullName.toLowerCase(), repo);
     this.commit(fullName, defaultBranch, files);
     return repo;
@@ -82,7 +91,10 @@ export class GithubAppStandin {
   /** The tar.gz GitHub serves for a commit: everything under a top folder `owner-repo-sha7/`. */
   tarball(repo: StandinRepo, sha: string): Buffer {
     const top = `${repo.owner}-${repo.name}-${sha.slice(0, 7)}`;
-    const files = Object.entries(repo.commits.get(sha)!).map(([p, content]) => ({ name: `${top}/${p}`, content: typeof content === 'string' ? Buffer.from(content) : content }));
+    const files = Object.entries(repo.commits.get(sha)!).map(([p, content]) => ({
+      name: `${top}/${p}`,
+      content: typeof content === 'string' ? Buffer.from(content) : content,
+    }));
     return gzipSync(writeTar(files));
   }
 
@@ -99,7 +111,11 @@ export class GithubAppStandin {
       res.writeHead(302, { location: back.toString() }).end();
       return true;
     }
-    const isApi = path.startsWith('/app/') || path.startsWith('/installation/') || path.startsWith('/repos/') || path.startsWith('/_codeload/');
+    const isApi =
+      path.startsWith('/app/') ||
+      path.startsWith('/installation/') ||
+      path.startsWith('/repos/') ||
+      path.startsWith('/_codeload/');
     if (!isApi) return false;
     this.calls.push(`${method} ${path}`);
     if (this.failNext > 0) {
@@ -118,14 +134,25 @@ export class GithubAppStandin {
         if (!inst) return (json(res, 404, { message: 'Not Found' }), true);
         const token = `ghs_${randomBytes(18).toString('hex')}`;
         this.tokens.set(token, inst.id);
-        json(res, 201, { token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: { contents: 'read', metadata: 'read' }, repository_selection: 'selected' });
+        json(res, 201, {
+          token,
+          expires_at: new Date(Date.now() + 3600_000).toISOString(),
+          permissions: { contents: 'read', metadata: 'read' },
+          repository_selection: 'selected',
+        });
         return true;
       }
       m = /^\/app\/installations\/(\d+)$/.exec(path);
       if (method === 'GET' && m) {
         const inst = this.installations.get(Number(m[1]));
         if (!inst) return (json(res, 404, { message: 'Not Found' }), true);
-        json(res, 200, { id: inst.id, account: inst.account, app_id: Number(this.appId), target_type: inst.account.type, repository_selection: 'selected' });
+        json(res, 200, {
+          id: inst.id,
+          account: inst.account,
+          app_id: Number(this.appId),
+          target_type: inst.account.type,
+          repository_selection: 'selected',
+        });
         return true;
       }
       return (json(res, 404, { message: 'Not Found' }), true);
@@ -135,7 +162,8 @@ export class GithubAppStandin {
       // codeload.github.com: the signed redirect target, no Authorization header needed.
       m = /^\/_codeload\/([^/]+)\/([^/]+)\/legacy\.tar\.gz\/([0-9a-f]{40})$/.exec(path);
       const repo = m && this.repos.get(`${m[1]}/${m[2]}`.toLowerCase());
-      if (!m || !repo || !repo.commits.has(m[3]) || !this.tokens.has(url.searchParams.get('token') ?? '')) return (json(res, 404, { message: 'Not Found' }), true);
+      if (!m || !repo || !repo.commits.has(m[3]) || !this.tokens.has(url.searchParams.get('token') ?? ''))
+        return (json(res, 404, { message: 'Not Found' }), true);
       const body = this.tarball(repo, m[3]);
       res.writeHead(200, { 'content-type': 'application/x-gzip', 'content-length': body.length }).end(body);
       return true;
@@ -151,19 +179,28 @@ export class GithubAppStandin {
     if (method === 'GET' && path === '/installation/repositories') {
       const perPage = Number(url.searchParams.get('per_page') ?? 30);
       const page = Number(url.searchParams.get('page') ?? 1);
-      json(res, 200, { total_count: granted.length, repositories: granted.slice((page - 1) * perPage, page * perPage).map((r) => this.repoJson(r)) });
+      json(res, 200, {
+        total_count: granted.length,
+        repositories: granted.slice((page - 1) * perPage, page * perPage).map((r) => this.repoJson(r)),
+      });
       return true;
     }
     m = /^\/repos\/([^/]+)\/([^/]+)(?:\/(commits|tarball)\/(.+))?$/.exec(path);
-    const repo = m && granted.find((r) => `${r.owner}/${r.name}`.toLowerCase() === `${m![1]}/${m![2]}`.toLowerCase());
+    const repo =
+      m && granted.find((r) => `${r.owner}/${r.name}`.toLowerCase() === `${m![1]}/${m![2]}`.toLowerCase());
     if (!m || !repo) return (json(res, 404, { message: 'Not Found' }), true);
     if (method === 'GET' && !m[3]) return (json(res, 200, this.repoJson(repo)), true);
     const ref = decodeURIComponent(m[4] ?? '');
     const sha = repo.commits.has(ref) ? ref : repo.branches.get(ref.replace(/^(refs\/)?heads\//, ''));
     if (!sha) return (json(res, 404, { message: 'No commit found for SHA: ' + ref }), true);
-    if (method === 'GET' && m[3] === 'commits') return (json(res, 200, { sha, commit: { message: 'commit' } }), true);
+    if (method === 'GET' && m[3] === 'commits')
+      return (json(res, 200, { sha, commit: { message: 'commit' } }), true);
     if (method === 'GET' && m[3] === 'tarball') {
-      res.writeHead(302, { location: `${this.baseUrl}/_codeload/${repo.owner}/${repo.name}/legacy.tar.gz/${sha}?token=${token}` }).end();
+      res
+        .writeHead(302, {
+          location: `${this.baseUrl}/_codeload/${repo.owner}/${repo.name}/legacy.tar.gz/${sha}?token=${token}`,
+        })
+        .end();
       return true;
     }
     return (json(res, 404, { message: 'Not Found' }), true);
@@ -196,10 +233,12 @@ export class GithubAppStandin {
       return 'A JSON web token could not be decoded';
     }
     if (header.alg !== 'RS256') return `'alg' must be RS256`;
-    if (!verify('RSA-SHA256', Buffer.from(`${h}.${p}`), this.publicKey, Buffer.from(sig, 'base64url'))) return 'The JWT signature does not match the app key';
+    if (!verify('RSA-SHA256', Buffer.from(`${h}.${p}`), this.publicKey, Buffer.from(sig, 'base64url')))
+      return 'The JWT signature does not match the app key';
     if (String(payload.iss) !== this.appId) return `'Issuer' claim ('iss') must be the app id ${this.appId}`;
     const now = Math.floor(Date.now() / 1000);
-    if (typeof payload.exp !== 'number' || payload.exp < now) return "'Expiration time' claim ('exp') is too far in the past";
+    if (typeof payload.exp !== 'number' || payload.exp < now)
+      return "'Expiration time' claim ('exp') is too far in the past";
     return null;
   }
 }

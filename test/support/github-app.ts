@@ -47,14 +47,22 @@ type Example = { name: string; examples: Record<string, any>[] };
 const EXAMPLES = examples as unknown as Example[];
 
 /** GitHub's own example payload for an event (and action), deep-copied for adjusting. */
-export function example(event: string, pick: (e: Record<string, any>) => boolean = () => true): Record<string, any> {
+export function example(
+  event: string,
+  pick: (e: Record<string, any>) => boolean = () => true,
+): Record<string, any> {
   const found = EXAMPLES.find((e) => e.name === event)?.examples.find(pick);
   if (!found) throw new Error(`no example for ${event}`);
   return structuredClone(found);
 }
 
 /** GitHub's push example, moved to our repository, branch, commit and installation. */
-export function pushPayload(opts: { repo: { id: number; owner: string; name: string; defaultBranch: string }; branch: string; sha: string; installationId: number }) {
+export function pushPayload(opts: {
+  repo: { id: number; owner: string; name: string; defaultBranch: string };
+  branch: string;
+  sha: string;
+  installationId: number;
+}) {
   const p = example('push', (e) => String(e.ref).startsWith('refs/heads/'));
   const fullName = `${opts.repo.owner}/${opts.repo.name}`;
   p.ref = `refs/heads/${opts.branch}`;
@@ -63,7 +71,14 @@ export function pushPayload(opts: { repo: { id: number; owner: string; name: str
   p.created = false;
   p.deleted = false;
   if (p.head_commit) p.head_commit.id = opts.sha;
-  p.repository = { ...p.repository, id: opts.repo.id, name: opts.repo.name, full_name: fullName, default_branch: opts.repo.defaultBranch, master_branch: opts.repo.defaultBranch };
+  p.repository = {
+    ...p.repository,
+    id: opts.repo.id,
+    name: opts.repo.name,
+    full_name: fullName,
+    default_branch: opts.repo.defaultBranch,
+    master_branch: opts.repo.defaultBranch,
+  };
   p.repository.owner = { ...p.repository.owner, login: opts.repo.owner, name: opts.repo.owner };
   p.installation = { id: opts.installationId, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==' };
   return p;
@@ -74,7 +89,12 @@ export function sign(body: string, secret = WEBHOOK_SECRET): string {
 }
 
 /** POSTs a delivery the way GitHub does: raw JSON body, event, delivery id and signature headers. */
-export function deliver(hub: TestHub, event: string, payload: object, opts: { id?: string; signature?: string | null } = {}) {
+export function deliver(
+  hub: TestHub,
+  event: string,
+  payload: object,
+  opts: { id?: string; signature?: string | null } = {},
+) {
   const body = JSON.stringify(payload);
   let req = hub.http
     .post('/api/github/webhooks')
@@ -91,12 +111,20 @@ export function deliver(hub: TestHub, event: string, payload: object, opts: { id
  * The install flow as a browser walks it: the hub redirects to GitHub with a state, the stand-in
  * "installs" and redirects to the hub's setup URL, which binds the installation to the team.
  */
-export async function install(hub: TestHub, standin: GithubStandin, user: TestUser, teamId: string, installationId: number) {
+export async function install(
+  hub: TestHub,
+  standin: GithubStandin,
+  user: TestUser,
+  teamId: string,
+  installationId: number,
+) {
   standin.app.setupUrl = `${hub.baseUrl}/api/github/setup`;
   const start = await user.get(`/api/github/install?team=${teamId}`);
   expect(start.status).toBe(302);
   const toGithub = new URL(start.headers.location);
-  expect(toGithub.origin + toGithub.pathname).toBe(`${standin.url}/apps/${standin.app.slug}/installations/new`);
+  expect(toGithub.origin + toGithub.pathname).toBe(
+    `${standin.url}/apps/${standin.app.slug}/installations/new`,
+  );
   toGithub.searchParams.set('installation', String(installationId));
   const atGithub = await fetch(toGithub, { redirect: 'manual' });
   const back = new URL(atGithub.headers.get('location')!);
@@ -105,14 +133,23 @@ export async function install(hub: TestHub, standin: GithubStandin, user: TestUs
 }
 
 /** Polls "Check delivery" until the delivery with this GitHub id is processed. */
-export async function settled(user: TestUser, teamId: string, connId: string, githubDeliveryId: string, timeoutMs = 15_000) {
+export async function settled(
+  user: TestUser,
+  teamId: string,
+  connId: string,
+  githubDeliveryId: string,
+  timeoutMs = 15_000,
+) {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await user.get(`/api/teams/${teamId}/repositories/${connId}/deliveries?limit=100`);
     expect(res.status).toBe(200);
-    const d = res.body.items.find((x: { githubDeliveryId: string }) => x.githubDeliveryId === githubDeliveryId);
+    const d = res.body.items.find(
+      (x: { githubDeliveryId: string }) => x.githubDeliveryId === githubDeliveryId,
+    );
     if (d && !['queued', 'processing'].includes(d.status)) return d;
-    if (Date.now() > until) throw new Error(`delivery ${githubDeliveryId} not processed in time: ${JSON.stringify(d)}`);
+    if (Date.now() > until)
+      throw new Error(`delivery ${githubDeliveryId} not processed in time: ${JSON.stringify(d)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -7,7 +7,12 @@ import { RunActor, RunsService } from '../runs/runs.service';
 import { SubmissionsService, sourceNameFrom } from '../submissions/submissions.service';
 import { TeamsService } from '../teams/teams.service';
 import { EngineFolderError, engineFilesFromTarball } from './engine-folder';
-import type { DeliveryStatus, Evaluation, GithubDeliveryEntity, RepositoryConnectionEntity } from './entities';
+import type {
+  DeliveryStatus,
+  Evaluation,
+  GithubDeliveryEntity,
+  RepositoryConnectionEntity,
+} from './entities';
 import { GithubClient, GithubError } from './github-client';
 import { GithubJobs } from './github-jobs';
 import { GithubRepository } from './github.repository';
@@ -67,7 +72,8 @@ export class DeliveryProcessor implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    if (this.jobs.enabled) await this.jobs.start(({ deliveryId }) => this.process(deliveryId).then(() => undefined));
+    if (this.jobs.enabled)
+      await this.jobs.start(({ deliveryId }) => this.process(deliveryId).then(() => undefined));
   }
 
   /** Processes one delivery if it is waiting (or failed); null when someone else has it or it is done. */
@@ -101,7 +107,10 @@ export class DeliveryProcessor implements OnModuleInit {
       ...(outcome.submissionId ? { submissionId: outcome.submissionId } : {}),
       ...(outcome.runId ? { runId: outcome.runId } : {}),
     });
-    if (outcome.status === 'failed') this.logger.log(`delivery ${delivery.githubDeliveryId ?? delivery.id} (${delivery.event}) failed: ${outcome.reason}`);
+    if (outcome.status === 'failed')
+      this.logger.log(
+        `delivery ${delivery.githubDeliveryId ?? delivery.id} (${delivery.event}) failed: ${outcome.reason}`,
+      );
     return outcome;
   }
 
@@ -112,7 +121,12 @@ export class DeliveryProcessor implements OnModuleInit {
       case 'run_now': {
         const p = d.payload as unknown as RunNowPayload;
         const conn = d.connectionId ? await this.repo.findConnection(d.connectionId) : null;
-        if (!conn) return { status: 'failed', reason: 'The repository was disconnected before this ran; connect it again.', failureCode: 'not_connected' };
+        if (!conn)
+          return {
+            status: 'failed',
+            reason: 'The repository was disconnected before this ran; connect it again.',
+            failureCode: 'not_connected',
+          };
         return this.submitCommit(conn, d, p.sha, p.mode, d.requestedBy);
       }
       case 'installation': {
@@ -123,7 +137,10 @@ export class DeliveryProcessor implements OnModuleInit {
       case 'installation_repositories': {
         const p = d.payload as unknown as InstallationPayload;
         if (p.action === 'removed') return this.removeRepositories(p);
-        return { status: 'ignored', reason: `Repositories ${p.action}: connect them from Repositories when you want them to submit.` };
+        return {
+          status: 'ignored',
+          reason: `Repositories ${p.action}: connect them from Repositories when you want them to submit.`,
+        };
       }
       default:
         return { status: 'ignored', reason: `Dryft does not act on ${d.event} events.` };
@@ -132,10 +149,19 @@ export class DeliveryProcessor implements OnModuleInit {
 
   private async push(d: GithubDeliveryEntity, p: PushPayload): Promise<Outcome> {
     const conn = await this.repo.findConnectionByRepository(String(p.repository.id));
-    if (!conn) return { status: 'ignored', reason: `${p.repository.full_name} is not connected to a team on this hub.`, connectionId: null };
+    if (!conn)
+      return {
+        status: 'ignored',
+        reason: `${p.repository.full_name} is not connected to a team on this hub.`,
+        connectionId: null,
+      };
     const routed = { teamId: conn.teamId, connectionId: conn.id };
     if (p.installation && String(p.installation.id) !== conn.installationId) {
-      return { ...routed, status: 'ignored', reason: `The push came through installation ${p.installation.id}, but the connection uses installation ${conn.installationId}.` };
+      return {
+        ...routed,
+        status: 'ignored',
+        reason: `The push came through installation ${p.installation.id}, but the connection uses installation ${conn.installationId}.`,
+      };
     }
     // The push carries the repository's current name and default branch: keep the connection fresh.
     const defaultBranch = p.repository.default_branch ?? p.repository.master_branch ?? conn.defaultBranch;
@@ -144,12 +170,21 @@ export class DeliveryProcessor implements OnModuleInit {
       conn.defaultBranch = defaultBranch;
       conn.fullName = p.repository.full_name;
     }
-    if (p.deleted || /^0+$/.test(p.after)) return { ...routed, status: 'ignored', reason: `${p.ref} was deleted; nothing to submit.` };
+    if (p.deleted || /^0+$/.test(p.after))
+      return { ...routed, status: 'ignored', reason: `${p.ref} was deleted; nothing to submit.` };
     if (p.ref !== `refs/heads/${defaultBranch}`) {
-      return { ...routed, status: 'ignored', reason: `Push to ${p.ref}: only pushes to the default branch (${defaultBranch}) submit.` };
+      return {
+        ...routed,
+        status: 'ignored',
+        reason: `Push to ${p.ref}: only pushes to the default branch (${defaultBranch}) submit.`,
+      };
     }
     if (!conn.autoRun) {
-      return { ...routed, status: 'ignored', reason: 'Auto-run on push is off for this repository: turn it on, or use Run now.' };
+      return {
+        ...routed,
+        status: 'ignored',
+        reason: 'Auto-run on push is off for this repository: turn it on, or use Run now.',
+      };
     }
     return { ...routed, ...(await this.submitCommit(conn, d, p.after, conn.evaluation, conn.connectedBy)) };
   }
@@ -159,7 +194,13 @@ export class DeliveryProcessor implements OnModuleInit {
    * the submission and starts the run. A delivery processed again reuses the submission it already
    * created, and the run's idempotency key comes from the delivery, so it never starts a second run.
    */
-  private async submitCommit(conn: RepositoryConnectionEntity, d: GithubDeliveryEntity, sha: string, mode: Evaluation, actingUserId: string | null): Promise<Outcome> {
+  private async submitCommit(
+    conn: RepositoryConnectionEntity,
+    d: GithubDeliveryEntity,
+    sha: string,
+    mode: Evaluation,
+    actingUserId: string | null,
+  ): Promise<Outcome> {
     const routed = { teamId: conn.teamId, connectionId: conn.id };
     const actor = await this.actorFor(conn.teamId, actingUserId);
     const where = `${conn.fullName}@${sha.slice(0, 7)}`;
@@ -170,12 +211,19 @@ export class DeliveryProcessor implements OnModuleInit {
       const tarball = await this.client.tarball(conn.installationId, conn.fullName, sha);
       const files = await engineFilesFromTarball(tarball, conn.engineFolder, where);
       const repoName = conn.fullName.split('/')[1] ?? conn.fullName;
-      const created = await this.submissions.create(conn.teamId, actor.id, benchmark, `${repoName}.tar.gz`, packFiles(files), {
-        source: 'github',
-        sourceName: sourceNameFrom(repoName),
-        commitSha: sha,
-        repositoryId: conn.id,
-      });
+      const created = await this.submissions.create(
+        conn.teamId,
+        actor.id,
+        benchmark,
+        `${repoName}.tar.gz`,
+        packFiles(files),
+        {
+          source: 'github',
+          sourceName: sourceNameFrom(repoName),
+          commitSha: sha,
+          repositoryId: conn.id,
+        },
+      );
       submissionId = created.submission.id;
       name = created.submission.name;
       await this.repo.updateDelivery(d.id, { submissionId, commitSha: sha });
@@ -197,15 +245,27 @@ export class DeliveryProcessor implements OnModuleInit {
     } catch (err) {
       const failure = asFailure(err);
       if (!failure) throw err;
-      return { ...routed, ...failure, submissionId, reason: `The submission from ${where} was created, but its run was not started: ${failure.reason}` };
+      return {
+        ...routed,
+        ...failure,
+        submissionId,
+        reason: `The submission from ${where} was created, but its run was not started: ${failure.reason}`,
+      };
     }
   }
 
   /** Pushes act as the member who connected the repository, or an owner once that member left. */
   private async actorFor(teamId: string, preferredUserId: string | null): Promise<RunActor> {
     const members = await this.teams.memberViews(teamId);
-    const m = members.find((x) => x.userId === preferredUserId) ?? members.find((x) => x.role === 'owner') ?? members[0];
-    if (!m) throw unprocessable('team_has_no_members', 'The team has no members left to submit for; reconnect the repository from an active team.');
+    const m =
+      members.find((x) => x.userId === preferredUserId) ??
+      members.find((x) => x.role === 'owner') ??
+      members[0];
+    if (!m)
+      throw unprocessable(
+        'team_has_no_members',
+        'The team has no members left to submit for; reconnect the repository from an active team.',
+      );
     return { id: m.userId, login: m.login };
   }
 
@@ -213,7 +273,11 @@ export class DeliveryProcessor implements OnModuleInit {
     const installationId = String(p.installation.id);
     const installation = await this.repo.findInstallation(installationId);
     const connections = await this.repo.listConnectionsOfInstallation(installationId);
-    if (!installation && connections.length === 0) return { status: 'ignored', reason: `Installation ${installationId} was not connected to a team on this hub.` };
+    if (!installation && connections.length === 0)
+      return {
+        status: 'ignored',
+        reason: `Installation ${installationId} was not connected to a team on this hub.`,
+      };
     await this.repo.transaction(async (tx) => {
       await tx.deleteConnections(connections.map((c) => c.id));
       await tx.deleteInstallation(installationId);
@@ -229,8 +293,14 @@ export class DeliveryProcessor implements OnModuleInit {
   private async removeRepositories(p: InstallationPayload): Promise<Outcome> {
     const installationId = String(p.installation.id);
     const removed = new Set((p.repositories_removed ?? []).map((r) => String(r.id)));
-    const connections = (await this.repo.listConnectionsOfInstallation(installationId)).filter((c) => removed.has(c.githubRepositoryId));
-    if (connections.length === 0) return { status: 'ignored', reason: 'None of the repositories removed from the GitHub App was connected.' };
+    const connections = (await this.repo.listConnectionsOfInstallation(installationId)).filter((c) =>
+      removed.has(c.githubRepositoryId),
+    );
+    if (connections.length === 0)
+      return {
+        status: 'ignored',
+        reason: 'None of the repositories removed from the GitHub App was connected.',
+      };
     await this.repo.deleteConnections(connections.map((c) => c.id));
     return {
       status: 'succeeded',
@@ -243,7 +313,12 @@ export class DeliveryProcessor implements OnModuleInit {
 /** An expected failure in words (and the refusal to hand a "Run now" caller); null for surprises. */
 function asFailure(err: unknown): (Outcome & { status: 'failed' }) | null {
   if (err instanceof EngineFolderError) {
-    return { status: 'failed', failureCode: err.rule, reason: `${err.rule}: ${err.message}`, error: unprocessable('invalid_engine_folder', `${err.rule}: ${err.message}`) };
+    return {
+      status: 'failed',
+      failureCode: err.rule,
+      reason: `${err.rule}: ${err.message}`,
+      error: unprocessable('invalid_engine_folder', `${err.rule}: ${err.message}`),
+    };
   }
   if (err instanceof AppError) {
     const problems = (err.details as { problems?: { rule: string }[] } | undefined)?.problems;
@@ -256,7 +331,12 @@ function asFailure(err: unknown): (Outcome & { status: 'failed' }) | null {
       err.status === 404 || err.status === 403 || err.status === 401
         ? ' Check that the GitHub App is still installed and has access to the repository.'
         : '';
-    return { status: 'failed', failureCode: 'github_error', reason: err.message + hint, error: new AppError(status, 'github_error', err.message + hint) };
+    return {
+      status: 'failed',
+      failureCode: 'github_error',
+      reason: err.message + hint,
+      error: new AppError(status, 'github_error', err.message + hint),
+    };
   }
   return null;
 }

@@ -19,11 +19,16 @@ export class EngineFolderError extends Error {
  * Returns null for a path that could leave the repository.
  */
 export function normalizeEngineFolder(raw: string): string | null {
-  const trimmed = raw.trim().replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
+  const trimmed = raw
+    .trim()
+    .replace(/\\/g, '/')
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
   if (trimmed === '' || trimmed === '.') return '.';
   if (trimmed.startsWith('/') || trimmed.length > 200) return null;
   const parts = trimmed.split('/');
-  if (parts.some((p) => p === '' || p === '.' || p === '..' || /[\x00-\x1f]/.test(p))) return null;
+  if (parts.some((p) => p === '' || p === '.' || p === '..' || [...p].some((c) => c.charCodeAt(0) < 0x20)))
+    return null;
   return parts.join('/');
 }
 
@@ -32,15 +37,25 @@ export function normalizeEngineFolder(raw: string): string | null {
  * relative to that folder, ready for packFiles. Links and special files are refused like an upload
  * would refuse them; __pycache__ and .DS_Store are skipped like `dryft package` skips them.
  */
-export async function engineFilesFromTarball(tgz: Buffer, folder: string, where: string): Promise<{ name: string; content: Uint8Array }[]> {
+export async function engineFilesFromTarball(
+  tgz: Buffer,
+  folder: string,
+  where: string,
+): Promise<{ name: string; content: Uint8Array }[]> {
   let tar: { bytes: Buffer; truncated: boolean };
   try {
     tar = await gunzipLimited(tgz, MAX_REPOSITORY_EXPANDED_BYTES);
   } catch (err) {
-    throw new EngineFolderError('format', `GitHub sent a corrupt tarball for ${where} (${(err as Error).message}); redeliver to try again.`);
+    throw new EngineFolderError(
+      'format',
+      `GitHub sent a corrupt tarball for ${where} (${(err as Error).message}); redeliver to try again.`,
+    );
   }
   if (tar.truncated) {
-    throw new EngineFolderError('expanded_size', `${where} expands beyond ${MAX_REPOSITORY_EXPANDED_BYTES / 1024 / 1024} MiB; keep weights and datasets out of the repository.`);
+    throw new EngineFolderError(
+      'expanded_size',
+      `${where} expands beyond ${MAX_REPOSITORY_EXPANDED_BYTES / 1024 / 1024} MiB; keep weights and datasets out of the repository.`,
+    );
   }
   const files: { name: string; content: Uint8Array }[] = [];
   const topFolders = new Set<string>();
@@ -67,11 +82,18 @@ export async function engineFilesFromTarball(tgz: Buffer, folder: string, where:
       files.push({ name: inside, content: entry.content.slice() });
     });
   } catch (err) {
-    if (err instanceof TarFormatError) throw new EngineFolderError('format', `GitHub sent an unreadable tarball for ${where} (${err.message}); redeliver to try again.`);
+    if (err instanceof TarFormatError)
+      throw new EngineFolderError(
+        'format',
+        `GitHub sent an unreadable tarball for ${where} (${err.message}); redeliver to try again.`,
+      );
     throw err;
   }
   if (refused.length) {
-    throw new EngineFolderError('entry_types', `The engine folder "${folder}" in ${where} holds links or special files: ${refused.slice(0, 5).join(', ')}. Only regular files and folders can be submitted.`);
+    throw new EngineFolderError(
+      'entry_types',
+      `The engine folder "${folder}" in ${where} holds links or special files: ${refused.slice(0, 5).join(', ')}. Only regular files and folders can be submitted.`,
+    );
   }
   if (files.length === 0) {
     const seen = [...topFolders].sort().slice(0, 10).join(', ') || 'none';

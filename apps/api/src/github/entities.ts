@@ -1,4 +1,12 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  PrimaryColumn,
+  PrimaryGeneratedColumn,
+  UpdateDateColumn,
+} from 'typeorm';
 
 /**
  * A GitHub App installation, owned by the one team whose owner or admin installed it. Binding is
@@ -189,4 +197,9 @@ export class GithubDeliveryEntity {
   processedAt!: Date | null;
 }
 
-export const GITHUB_ENTITIES = [GithubInstallationEntity, GithubInstallStateEntity, RepositoryConnectionEntity, GithubDeliveryEntity];
+export const GITHUB_ENTITIES = [
+  GithubInstallationEntity,
+  GithubInstallStateEntity,
+  RepositoryConnectionEntity,
+  GithubDeliveryEntity,
+];

@@ -39,7 +39,11 @@ export class GithubError extends Error {
 /** GitHub could not be reached (or kept failing) after every retry. */
 export class GithubUnreachable extends AppError {
   constructor(what: string, attempts: number, cause: string) {
-    super(502, 'github_unreachable', `GitHub could not be reached to ${what} after ${attempts} attempt${attempts === 1 ? '' : 's'} (${cause}). Try again later: redeliver the delivery or use Run now.`);
+    super(
+      502,
+      'github_unreachable',
+      `GitHub could not be reached to ${what} after ${attempts} attempt${attempts === 1 ? '' : 's'} (${cause}). Try again later: redeliver the delivery or use Run now.`,
+    );
   }
 }
 
@@ -81,10 +85,17 @@ export class GithubClient {
   /** GET /app/installations/:id with the app's JWT: the installation exists and is this app's. */
   async getInstallation(installationId: string): Promise<InstallationInfo> {
     const res = await this.retrying('read the installation', () =>
-      this.octokitApp.octokit.request('GET /app/installations/{installation_id}', { installation_id: Number(installationId) }),
+      this.octokitApp.octokit.request('GET /app/installations/{installation_id}', {
+        installation_id: Number(installationId),
+      }),
     );
     const account = (res.data.account ?? {}) as { login?: string; slug?: string; id?: number; type?: string };
-    return { id: String(res.data.id), accountLogin: account.login ?? account.slug ?? 'unknown', accountType: account.type ?? 'Organization', accountId: String(account.id ?? '') };
+    return {
+      id: String(res.data.id),
+      accountLogin: account.login ?? account.slug ?? 'unknown',
+      accountType: account.type ?? 'Organization',
+      accountId: String(account.id ?? ''),
+    };
   }
 
   /** Every repository the installation grants, through an installation token. */
@@ -129,7 +140,12 @@ export class GithubClient {
     const [owner, repo] = fullName.split('/');
     return this.retrying(`download ${fullName}@${sha.slice(0, 7)}`, async () => {
       const kit = await this.installationOctokit(installationId);
-      const res = await kit.request('GET /repos/{owner}/{repo}/tarball/{ref}', { owner, repo, ref: sha, request: { parseSuccessResponseBody: false } });
+      const res = await kit.request('GET /repos/{owner}/{repo}/tarball/{ref}', {
+        owner,
+        repo,
+        ref: sha,
+        request: { parseSuccessResponseBody: false },
+      });
       return readLimited(res.data as unknown as ReadableStream<Uint8Array>, MAX_TARBALL_BYTES, fullName);
     });
   }
@@ -153,7 +169,11 @@ export class GithubClient {
         const e = err as OctokitError;
         const status = e.response?.status ?? null;
         const transient = status === null || status >= 500 || status === 429;
-        if (!transient) throw new GithubError(`GitHub answered ${status} to the request to ${what}: ${e.message ?? 'no message'}`, status);
+        if (!transient)
+          throw new GithubError(
+            `GitHub answered ${status} to the request to ${what}: ${e.message ?? 'no message'}`,
+            status,
+          );
         last = status === null ? (e.message ?? 'no response') : `HTTP ${status}`;
         if (attempt < retryAttempts) {
           const delay = retryBaseMs * 2 ** (attempt - 1);
@@ -188,7 +208,11 @@ function toRepository(r: RawRepo): GithubRepository {
   };
 }
 
-async function readLimited(body: ReadableStream<Uint8Array> | null, limit: number, fullName: string): Promise<Buffer> {
+async function readLimited(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+  fullName: string,
+): Promise<Buffer> {
   if (!body) return Buffer.alloc(0);
   const reader = body.getReader();
   const chunks: Buffer[] = [];
@@ -199,7 +223,10 @@ async function readLimited(body: ReadableStream<Uint8Array> | null, limit: numbe
     total += value.byteLength;
     if (total > limit) {
       await reader.cancel();
-      throw new GithubError(`The tarball of ${fullName} is larger than ${limit / 1024 / 1024} MiB; keep large files (weights, datasets) out of the repository.`, null);
+      throw new GithubError(
+        `The tarball of ${fullName} is larger than ${limit / 1024 / 1024} MiB; keep large files (weights, datasets) out of the repository.`,
+        null,
+      );
     }
     chunks.push(Buffer.from(value));
   }

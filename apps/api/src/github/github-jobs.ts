@@ -51,10 +51,20 @@ export class GithubJobs implements OnApplicationShutdown {
     await boss.start();
     // A job that throws (a surprise, not a recorded failure) is retried with backoff; a job whose
     // worker died is expired and retried after 15 minutes.
-    await boss.createQueue(DELIVERY_QUEUE, { name: DELIVERY_QUEUE, retryLimit: 3, retryDelay: 5, retryBackoff: true, expireInSeconds: 15 * 60 });
-    this.workerId = await boss.work<DeliveryJob>(DELIVERY_QUEUE, { pollingIntervalSeconds: 0.5, batchSize: 1 }, async (jobs) => {
-      for (const job of jobs) await handle(job.data);
+    await boss.createQueue(DELIVERY_QUEUE, {
+      name: DELIVERY_QUEUE,
+      retryLimit: 3,
+      retryDelay: 5,
+      retryBackoff: true,
+      expireInSeconds: 15 * 60,
     });
+    this.workerId = await boss.work<DeliveryJob>(
+      DELIVERY_QUEUE,
+      { pollingIntervalSeconds: 0.5, batchSize: 1 },
+      async (jobs) => {
+        for (const job of jobs) await handle(job.data);
+      },
+    );
     this.boss = boss;
   }
 
@@ -81,6 +91,9 @@ export class GithubJobs implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     const boss = this.boss;
     this.boss = undefined;
-    if (boss) await boss.stop({ graceful: true, wait: true, timeout: 5000 }).catch((err: Error) => this.logger.warn(`pg-boss stop: ${err.message}`));
+    if (boss)
+      await boss
+        .stop({ graceful: true, wait: true, timeout: 5000 })
+        .catch((err: Error) => this.logger.warn(`pg-boss stop: ${err.message}`));
   }
 }

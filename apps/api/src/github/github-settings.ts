@@ -13,7 +13,12 @@ export interface GithubAppSettings {
   retryBaseMs: number;
 }
 
-const REQUIRED = ['GITHUB_APP_ID', 'GITHUB_APP_SLUG', 'GITHUB_APP_PRIVATE_KEY', 'GITHUB_WEBHOOK_SECRET'] as const;
+const REQUIRED = [
+  'GITHUB_APP_ID',
+  'GITHUB_APP_SLUG',
+  'GITHUB_APP_PRIVATE_KEY',
+  'GITHUB_WEBHOOK_SECRET',
+] as const;
 
 export function missingGithubAppSettings(config: Config): string[] {
   return REQUIRED.filter((k) => !config[k]);

@@ -1,4 +1,17 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { parseLimit } from '../common/cursor';
@@ -10,7 +23,9 @@ import { ConnectRepositoryDto, UpdateConnectionDto } from './dto';
 import { GithubService } from './github.service';
 import { WebhooksService } from './webhooks.service';
 
-const RunNowBody = z.object({ mode: z.enum(['public', 'official']).optional(), confirm: z.boolean().optional() }).strict();
+const RunNowBody = z
+  .object({ mode: z.enum(['public', 'official']).optional(), confirm: z.boolean().optional() })
+  .strict();
 
 type RawRequest = Request & { rawBody?: Buffer };
 
@@ -30,8 +45,16 @@ export class GithubController {
 
   /** Starts the installation: redirects to GitHub with a one-use state for this team. */
   @Get('github/install')
-  async install(@CurrentPrincipal() principal: Principal, @Res() res: Response, @Query('team') team?: string, @Query('format') format?: string) {
-    const url = await this.github.installUrl(principal, team ? new UuidParam('team').transform(team) : undefined);
+  async install(
+    @CurrentPrincipal() principal: Principal,
+    @Res() res: Response,
+    @Query('team') team?: string,
+    @Query('format') format?: string,
+  ) {
+    const url = await this.github.installUrl(
+      principal,
+      team ? new UuidParam('team').transform(team) : undefined,
+    );
     if (format === 'json') res.json({ url });
     else res.redirect(302, url);
   }
@@ -51,19 +74,28 @@ export class GithubController {
     try {
       const result = await this.github.setup(principal, query);
       if (!wantsHtml) return void res.json(result);
-      const params = new URLSearchParams('pending' in result ? { pending: '1' } : { installed: result.installationId });
+      const params = new URLSearchParams(
+        'pending' in result ? { pending: '1' } : { installed: result.installationId },
+      );
       res.redirect(302, `/repositories?${params}`);
     } catch (err) {
       if (!wantsHtml || !(err instanceof AppError)) throw err;
       const { body } = new ErrorFilter().toBody(err);
-      res.redirect(302, `/repositories?${new URLSearchParams({ github_error: body.error.code, message: body.error.message })}`);
+      res.redirect(
+        302,
+        `/repositories?${new URLSearchParams({ github_error: body.error.code, message: body.error.message })}`,
+      );
     }
   }
 
   /** GitHub webhook deliveries: verified, stored once, answered at once, processed in the background. */
   @Public()
   @Post('github/webhooks')
-  async webhook(@Req() req: RawRequest, @Res() res: Response, @Headers() headers: Record<string, string | undefined>) {
+  async webhook(
+    @Req() req: RawRequest,
+    @Res() res: Response,
+    @Headers() headers: Record<string, string | undefined>,
+  ) {
     const out = await this.webhooks.receive({
       rawBody: req.rawBody,
       contentType: headers['content-type'],
@@ -76,7 +108,10 @@ export class GithubController {
 
   /** The repositories the team's installations grant (owners and admins). */
   @Get('teams/:id/github/repositories')
-  githubRepositories(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) teamId: string) {
+  githubRepositories(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) teamId: string,
+  ) {
     return this.github.githubRepositories(principal, teamId);
   }
 
@@ -86,12 +121,20 @@ export class GithubController {
   }
 
   @Post('teams/:id/repositories')
-  connect(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) teamId: string, @Body() body: ConnectRepositoryDto) {
+  connect(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) teamId: string,
+    @Body() body: ConnectRepositoryDto,
+  ) {
     return this.github.connect(principal, teamId, body);
   }
 
   @Get('teams/:id/repositories/:connId')
-  get(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) teamId: string, @Param('connId', new UuidParam('connection')) connId: string) {
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) teamId: string,
+    @Param('connId', new UuidParam('connection')) connId: string,
+  ) {
     return this.github.getConnection(principal, teamId, connId);
   }
 
@@ -106,7 +149,11 @@ export class GithubController {
   }
 
   @Delete('teams/:id/repositories/:connId')
-  disconnect(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) teamId: string, @Param('connId', new UuidParam('connection')) connId: string) {
+  disconnect(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) teamId: string,
+    @Param('connId', new UuidParam('connection')) connId: string,
+  ) {
     return this.github.disconnect(principal, teamId, connId);
   }
 

@@ -1,7 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, In, Not } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
-import { GithubDeliveryEntity, GithubInstallationEntity, GithubInstallStateEntity, RepositoryConnectionEntity } from './entities';
+import {
+  GithubDeliveryEntity,
+  GithubInstallationEntity,
+  GithubInstallStateEntity,
+  RepositoryConnectionEntity,
+} from './entities';
 
 /** How long a "Run now" or job may hold a delivery before another worker may take it over. */
 const STALE_PROCESSING = "interval '10 minutes'";
@@ -14,7 +19,9 @@ export class GithubRepository extends TransactionalRepository {
 
   // Install states ------------------------------------------------------------------------------
 
-  async saveState(row: Pick<GithubInstallStateEntity, 'stateHash' | 'teamId' | 'userId' | 'expiresAt'>): Promise<void> {
+  async saveState(
+    row: Pick<GithubInstallStateEntity, 'stateHash' | 'teamId' | 'userId' | 'expiresAt'>,
+  ): Promise<void> {
     await this.manager.insert(GithubInstallStateEntity, { ...row, usedAt: null });
   }
 
@@ -44,7 +51,9 @@ export class GithubRepository extends TransactionalRepository {
   }
 
   /** Binds an unbound installation; returns the row as it is now (possibly another team's). */
-  async bindInstallation(row: Omit<GithubInstallationEntity, 'createdAt'>): Promise<GithubInstallationEntity> {
+  async bindInstallation(
+    row: Omit<GithubInstallationEntity, 'createdAt'>,
+  ): Promise<GithubInstallationEntity> {
     await this.manager
       .createQueryBuilder()
       .insert()
@@ -78,7 +87,9 @@ export class GithubRepository extends TransactionalRepository {
   }
 
   /** Inserts unless the repository is connected already; null means someone holds it. */
-  async insertConnection(row: Omit<RepositoryConnectionEntity, 'id' | 'createdAt' | 'updatedAt'>): Promise<RepositoryConnectionEntity | null> {
+  async insertConnection(
+    row: Omit<RepositoryConnectionEntity, 'id' | 'createdAt' | 'updatedAt'>,
+  ): Promise<RepositoryConnectionEntity | null> {
     const result = await this.manager
       .createQueryBuilder()
       .insert()
@@ -128,11 +139,18 @@ export class GithubRepository extends TransactionalRepository {
   }
 
   listDeliveries(connectionId: string, limit: number): Promise<GithubDeliveryEntity[]> {
-    return this.manager.find(GithubDeliveryEntity, { where: { connectionId }, order: { receivedAt: 'DESC' }, take: limit });
+    return this.manager.find(GithubDeliveryEntity, {
+      where: { connectionId },
+      order: { receivedAt: 'DESC' },
+      take: limit,
+    });
   }
 
   latestDelivery(connectionId: string): Promise<GithubDeliveryEntity | null> {
-    return this.manager.findOne(GithubDeliveryEntity, { where: { connectionId, status: Not('rejected') }, order: { receivedAt: 'DESC' } });
+    return this.manager.findOne(GithubDeliveryEntity, {
+      where: { connectionId, status: Not('rejected') },
+      order: { receivedAt: 'DESC' },
+    });
   }
 
   /**
@@ -156,7 +174,10 @@ export class GithubRepository extends TransactionalRepository {
 
   /** Queues a failed delivery again; false when it is not failed (any more). */
   async requeueFailed(id: string): Promise<boolean> {
-    const rows = await this.manager.query(`UPDATE github_deliveries SET status = 'queued' WHERE id = $1 AND status = 'failed' RETURNING id`, [id]);
+    const rows = await this.manager.query(
+      `UPDATE github_deliveries SET status = 'queued' WHERE id = $1 AND status = 'failed' RETURNING id`,
+      [id],
+    );
     const list = Array.isArray(rows[0]) ? rows[0] : rows;
     return list.length === 1;
   }

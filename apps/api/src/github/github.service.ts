@@ -57,7 +57,12 @@ export class GithubService {
     const team = teamId ?? this.teams.requireActiveTeam(principal);
     await this.teams.authorize(principal, team, 'manage_repositories');
     const state = randomBytes(32).toString('base64url');
-    await this.repo.saveState({ stateHash: sha256(state), teamId: team, userId: principal.user.id, expiresAt: new Date(this.clock.now().getTime() + STATE_TTL_MS) });
+    await this.repo.saveState({
+      stateHash: sha256(state),
+      teamId: team,
+      userId: principal.user.id,
+      expiresAt: new Date(this.clock.now().getTime() + STATE_TTL_MS),
+    });
     return `${s.webUrl}/apps/${encodeURIComponent(s.slug)}/installations/new?state=${encodeURIComponent(state)}`;
   }
 
@@ -65,50 +70,93 @@ export class GithubService {
    * GitHub's setup callback. The installation goes to the team that started the flow (the state,
    * spent here), never to a team that merely knows its id; one already bound elsewhere is refused.
    */
-  async setup(principal: Principal, query: { installation_id?: string; setup_action?: string; state?: string }) {
+  async setup(
+    principal: Principal,
+    query: { installation_id?: string; setup_action?: string; state?: string },
+  ) {
     githubAppSettings(this.config);
     if (query.setup_action === 'request') {
-      return { pending: true, message: 'The installation was requested: a GitHub organization owner must approve it, then connect the repository again.' };
+      return {
+        pending: true,
+        message:
+          'The installation was requested: a GitHub organization owner must approve it, then connect the repository again.',
+      };
     }
     const installationId = query.installation_id ?? '';
-    if (!/^\d{1,20}$/.test(installationId)) throw badRequest('installation_id_required', 'The setup callback needs a numeric installation_id; start again from Repositories → Connect a repository.');
+    if (!/^\d{1,20}$/.test(installationId))
+      throw badRequest(
+        'installation_id_required',
+        'The setup callback needs a numeric installation_id; start again from Repositories → Connect a repository.',
+      );
     let teamId: string;
     if (query.state) {
       const state = await this.repo.spendState(sha256(query.state), this.clock.now());
       if (!state) {
-        throw badRequest('install_state_invalid', 'This install link expired or was already used; start again from Repositories → Connect a repository.');
+        throw badRequest(
+          'install_state_invalid',
+          'This install link expired or was already used; start again from Repositories → Connect a repository.',
+        );
       }
       if (state.userId !== principal.user.id) {
-        throw forbidden('install_state_mismatch', 'This install link was started by someone else; start the installation yourself from Repositories.');
+        throw forbidden(
+          'install_state_mismatch',
+          'This install link was started by someone else; start the installation yourself from Repositories.',
+        );
       }
       teamId = state.teamId;
     } else {
       // GitHub sends no state when the installation is configured from GitHub's side ("update").
       const existing = await this.repo.findInstallation(installationId);
       if (!existing || !(await this.teams.isMember(existing.teamId, principal.user.id))) {
-        throw badRequest('install_state_invalid', 'The setup callback came without a state; start the installation from Repositories → Connect a repository.');
+        throw badRequest(
+          'install_state_invalid',
+          'The setup callback came without a state; start the installation from Repositories → Connect a repository.',
+        );
       }
       teamId = existing.teamId;
     }
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const info = await this.client.getInstallation(installationId).catch((err) => {
       if (err instanceof GithubError && err.status === 404) {
-        throw notFound('installation_not_found', `GitHub has no installation ${installationId} of this app; install it again from Repositories.`);
+        throw notFound(
+          'installation_not_found',
+          `GitHub has no installation ${installationId} of this app; install it again from Repositories.`,
+        );
       }
       throw err;
     });
     // A personal account can be installed on only by its owner: a mismatch means a forged id.
-    if (info.accountType === 'User' && principal.user.githubId && info.accountId && info.accountId !== String(principal.user.githubId)) {
-      throw forbidden('installation_not_yours', `Installation ${installationId} is on the GitHub account ${info.accountLogin}, not yours; install the app on your own account or organization.`);
+    if (
+      info.accountType === 'User' &&
+      principal.user.githubId &&
+      info.accountId &&
+      info.accountId !== String(principal.user.githubId)
+    ) {
+      throw forbidden(
+        'installation_not_yours',
+        `Installation ${installationId} is on the GitHub account ${info.accountLogin}, not yours; install the app on your own account or organization.`,
+      );
     }
-    const bound = await this.repo.bindInstallation({ installationId, teamId, accountLogin: info.accountLogin, accountType: info.accountType, installedBy: principal.user.id });
+    const bound = await this.repo.bindInstallation({
+      installationId,
+      teamId,
+      accountLogin: info.accountLogin,
+      accountType: info.accountType,
+      installedBy: principal.user.id,
+    });
     if (bound.teamId !== teamId) {
       throw conflict(
         'installation_taken',
         `The GitHub App installation on ${info.accountLogin} already belongs to another team. An installation belongs to the team that installed it: ask that team to disconnect, or install the app on another account.`,
       );
     }
-    return { installationId, teamId, account: info.accountLogin, accountType: info.accountType, setupAction: query.setup_action ?? 'install' };
+    return {
+      installationId,
+      teamId,
+      account: info.accountLogin,
+      accountType: info.accountType,
+      setupAction: query.setup_action ?? 'install',
+    };
   }
 
   // Repositories the App can see ---------------------------------------------------------------
@@ -117,15 +165,29 @@ export class GithubService {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const installations = await this.repo.listInstallations(teamId);
-    const repositories: (GithubRepo & { installationId: string; connectionId: string | null; connectedElsewhere: boolean })[] = [];
+    const repositories: (GithubRepo & {
+      installationId: string;
+      connectionId: string | null;
+      connectedElsewhere: boolean;
+    })[] = [];
     for (const inst of installations) {
       for (const r of await this.listGranted(inst.installationId)) {
         const conn = await this.repo.findConnectionByRepository(r.id);
-        repositories.push({ ...r, installationId: inst.installationId, connectionId: conn?.teamId === teamId ? conn.id : null, connectedElsewhere: Boolean(conn && conn.teamId !== teamId) });
+        repositories.push({
+          ...r,
+          installationId: inst.installationId,
+          connectionId: conn?.teamId === teamId ? conn.id : null,
+          connectedElsewhere: Boolean(conn && conn.teamId !== teamId),
+        });
       }
     }
     return {
-      installations: installations.map((i) => ({ installationId: i.installationId, account: i.accountLogin, accountType: i.accountType, createdAt: i.createdAt.toISOString() })),
+      installations: installations.map((i) => ({
+        installationId: i.installationId,
+        account: i.accountLogin,
+        accountType: i.accountType,
+        createdAt: i.createdAt.toISOString(),
+      })),
       repositories,
     };
   }
@@ -135,7 +197,11 @@ export class GithubService {
       return await this.client.listRepositories(installationId);
     } catch (err) {
       if (err instanceof GithubError) {
-        throw new AppError(502, 'installation_unavailable', `GitHub refused access through installation ${installationId} (${err.message}). If the app was uninstalled, install it again from Repositories.`);
+        throw new AppError(
+          502,
+          'installation_unavailable',
+          `GitHub refused access through installation ${installationId} (${err.message}). If the app was uninstalled, install it again from Repositories.`,
+        );
       }
       throw err;
     }
@@ -160,13 +226,22 @@ export class GithubService {
   async connect(
     principal: Principal,
     teamId: string,
-    body: { installationId?: string; repositoryId?: string; fullName?: string; engineFolder: string; benchmark: string },
+    body: {
+      installationId?: string;
+      repositoryId?: string;
+      fullName?: string;
+      engineFolder: string;
+      benchmark: string;
+    },
   ): Promise<ConnectionView> {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const benchmark = await this.benchmarks.get(body.benchmark);
     if (benchmark.kind !== 'decode') {
-      throw unprocessable('benchmark_not_connectable', `${benchmark.id} takes a single file, not an engine folder; submit it in the browser or with the CLI. Connect repositories to a decode benchmark.`);
+      throw unprocessable(
+        'benchmark_not_connectable',
+        `${benchmark.id} takes a single file, not an engine folder; submit it in the browser or with the CLI. Connect repositories to a decode benchmark.`,
+      );
     }
     const engineFolder = this.folder(body.engineFolder);
     const installations = await this.repo.listInstallations(teamId);
@@ -174,16 +249,24 @@ export class GithubService {
     if (body.installationId) {
       candidates = installations.filter((i) => i.installationId === body.installationId);
       if (candidates.length === 0) {
-        throw notFound('installation_not_found', `Installation ${body.installationId} does not belong to this team. Install the GitHub App from Repositories → Connect a repository; an installation belongs to the team that installed it.`);
+        throw notFound(
+          'installation_not_found',
+          `Installation ${body.installationId} does not belong to this team. Install the GitHub App from Repositories → Connect a repository; an installation belongs to the team that installed it.`,
+        );
       }
     }
     if (candidates.length === 0) {
-      throw conflict('github_app_not_installed', 'This team has not installed the GitHub App yet: an owner or admin opens Repositories → Connect a repository (GET /api/github/install).');
+      throw conflict(
+        'github_app_not_installed',
+        'This team has not installed the GitHub App yet: an owner or admin opens Repositories → Connect a repository (GET /api/github/install).',
+      );
     }
     const wanted = body.repositoryId ?? body.fullName!.toLowerCase();
     let found: { repo: GithubRepo; installationId: string } | undefined;
     for (const inst of candidates) {
-      const repo = (await this.listGranted(inst.installationId)).find((r) => r.id === wanted || r.fullName.toLowerCase() === wanted);
+      const repo = (await this.listGranted(inst.installationId)).find(
+        (r) => r.id === wanted || r.fullName.toLowerCase() === wanted,
+      );
       if (repo) {
         found = { repo, installationId: inst.installationId };
         break;
@@ -217,7 +300,12 @@ export class GithubService {
     return this.connectionView(created);
   }
 
-  async update(principal: Principal, teamId: string, connectionId: string, body: { autoRun?: boolean; evaluation?: Evaluation; engineFolder?: string }): Promise<ConnectionView> {
+  async update(
+    principal: Principal,
+    teamId: string,
+    connectionId: string,
+    body: { autoRun?: boolean; evaluation?: Evaluation; engineFolder?: string },
+  ): Promise<ConnectionView> {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const conn = await this.connectionOf(teamId, connectionId);
@@ -234,7 +322,12 @@ export class GithubService {
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const conn = await this.connectionOf(teamId, connectionId);
     await this.repo.deleteConnections([conn.id]);
-    return { disconnected: true, id: conn.id, fullName: conn.fullName, message: `${conn.fullName} is disconnected; its submissions and runs stay. Uninstall or reconfigure the GitHub App on GitHub to revoke its access.` };
+    return {
+      disconnected: true,
+      id: conn.id,
+      fullName: conn.fullName,
+      message: `${conn.fullName} is disconnected; its submissions and runs stay. Uninstall or reconfigure the GitHub App on GitHub to revoke its access.`,
+    };
   }
 
   // Run now ----------------------------------------------------------------------------------------
@@ -243,16 +336,28 @@ export class GithubService {
    * Submits the default branch's latest commit once, without changing the push settings. Any member
    * may. With an Idempotency-Key, a retry answers with the first outcome instead of submitting again.
    */
-  async runNow(principal: Principal, teamId: string, connectionId: string, body: { mode?: Evaluation; confirm?: boolean }, idempotencyKey?: string) {
+  async runNow(
+    principal: Principal,
+    teamId: string,
+    connectionId: string,
+    body: { mode?: Evaluation; confirm?: boolean },
+    idempotencyKey?: string,
+  ) {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'run');
     const conn = await this.connectionOf(teamId, connectionId);
     const mode = body.mode ?? 'public';
     if (mode === 'official' && body.confirm !== true) {
-      throw badRequest('confirmation_required', 'Official runs count toward the leaderboard: send "confirm": true to start one.');
+      throw badRequest(
+        'confirmation_required',
+        'Official runs count toward the leaderboard: send "confirm": true to start one.',
+      );
     }
     if (idempotencyKey !== undefined && !/^[\x21-\x7e]{1,200}$/.test(idempotencyKey)) {
-      throw badRequest('invalid_idempotency_key', 'Idempotency-Key must be 1–200 visible ASCII characters (a UUID is ideal).');
+      throw badRequest(
+        'invalid_idempotency_key',
+        'Idempotency-Key must be 1–200 visible ASCII characters (a UUID is ideal).',
+      );
     }
     const guid = idempotencyKey ? `run-now:${conn.id}:${idempotencyKey}` : null;
     if (guid) {
@@ -279,12 +384,19 @@ export class GithubService {
     let delivery = guid ? await this.repo.insertDeliveryOnce(row) : await this.repo.insertDelivery(row);
     delivery ??= await this.repo.findDeliveryByGuid(guid!); // a failed earlier attempt with this key: process it again
     const outcome = await this.processor.process(delivery!.id);
-    if (!outcome) throw conflict('run_now_in_flight', 'This Run now is still being processed; retry in a moment with the same Idempotency-Key.');
+    if (!outcome)
+      throw conflict(
+        'run_now_in_flight',
+        'This Run now is still being processed; retry in a moment with the same Idempotency-Key.',
+      );
     if (outcome.status === 'failed' && outcome.error) throw outcome.error;
     return this.runNowAnswer((await this.repo.findDelivery(delivery!.id))!, false);
   }
 
-  private async runNowAnswer(d: GithubDeliveryEntity, replayed: boolean): Promise<{ delivery: DeliveryView; run: RunView | null; replayed: boolean }> {
+  private async runNowAnswer(
+    d: GithubDeliveryEntity,
+    replayed: boolean,
+  ): Promise<{ delivery: DeliveryView; run: RunView | null; replayed: boolean }> {
     return { delivery: deliveryView(d), run: d.runId ? await this.runs.viewById(d.runId) : null, replayed };
   }
 
@@ -292,12 +404,22 @@ export class GithubService {
     try {
       const repo = await this.client.getRepository(conn.installationId, conn.fullName);
       if (repo.defaultBranch !== conn.defaultBranch || repo.fullName !== conn.fullName) {
-        await this.repo.updateConnection(conn.id, { defaultBranch: repo.defaultBranch, fullName: repo.fullName });
+        await this.repo.updateConnection(conn.id, {
+          defaultBranch: repo.defaultBranch,
+          fullName: repo.fullName,
+        });
       }
-      return { sha: await this.client.branchHead(conn.installationId, repo.fullName, repo.defaultBranch), branch: repo.defaultBranch };
+      return {
+        sha: await this.client.branchHead(conn.installationId, repo.fullName, repo.defaultBranch),
+        branch: repo.defaultBranch,
+      };
     } catch (err) {
       if (err instanceof GithubError) {
-        throw new AppError(err.status === 404 ? 404 : 502, 'github_error', `${err.message}. Check that the GitHub App still has access to ${conn.fullName}.`);
+        throw new AppError(
+          err.status === 404 ? 404 : 502,
+          'github_error',
+          `${err.message}. Check that the GitHub App still has access to ${conn.fullName}.`,
+        );
       }
       throw err;
     }
@@ -305,7 +427,12 @@ export class GithubService {
 
   // Check delivery -------------------------------------------------------------------------------
 
-  async deliveries(principal: Principal, teamId: string, connectionId: string, limit: number): Promise<{ items: DeliveryView[] }> {
+  async deliveries(
+    principal: Principal,
+    teamId: string,
+    connectionId: string,
+    limit: number,
+  ): Promise<{ items: DeliveryView[] }> {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const conn = await this.connectionOf(teamId, connectionId);
@@ -313,21 +440,34 @@ export class GithubService {
   }
 
   /** Processes a failed delivery again, in the background (as the webhook would). */
-  async redeliver(principal: Principal, teamId: string, connectionId: string, deliveryId: string): Promise<DeliveryView> {
+  async redeliver(
+    principal: Principal,
+    teamId: string,
+    connectionId: string,
+    deliveryId: string,
+  ): Promise<DeliveryView> {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const conn = await this.connectionOf(teamId, connectionId);
     const d = await this.repo.findDelivery(deliveryId);
-    if (!d || d.connectionId !== conn.id) throw notFound('delivery_not_found', `No delivery ${deliveryId} for ${conn.fullName}; list them with GET …/deliveries.`);
+    if (!d || d.connectionId !== conn.id)
+      throw notFound(
+        'delivery_not_found',
+        `No delivery ${deliveryId} for ${conn.fullName}; list them with GET …/deliveries.`,
+      );
     if (d.status !== 'failed') {
-      throw conflict('delivery_not_redeliverable', `Only failed deliveries can be redelivered; this one is ${d.status}. Use Run now to submit the latest commit again.`);
+      throw conflict(
+        'delivery_not_redeliverable',
+        `Only failed deliveries can be redelivered; this one is ${d.status}. Use Run now to submit the latest commit again.`,
+      );
     }
     const queued = await this.repo.transaction(async (tx) => {
       if (!(await tx.requeueFailed(d.id))) return false;
       await this.jobs.enqueue(tx.currentManager(), d.id);
       return true;
     });
-    if (!queued) throw conflict('delivery_not_redeliverable', 'This delivery is already being processed again.');
+    if (!queued)
+      throw conflict('delivery_not_redeliverable', 'This delivery is already being processed again.');
     this.jobs.wake();
     return deliveryView((await this.repo.findDelivery(d.id))!);
   }
@@ -336,23 +476,42 @@ export class GithubService {
 
   private async connectionOf(teamId: string, connectionId: string): Promise<RepositoryConnectionEntity> {
     const conn = await this.repo.findConnection(connectionId);
-    if (!conn || conn.teamId !== teamId) throw notFound('connection_not_found', `No repository connection ${connectionId} in this team; list them with GET /api/teams/${teamId}/repositories.`);
+    if (!conn || conn.teamId !== teamId)
+      throw notFound(
+        'connection_not_found',
+        `No repository connection ${connectionId} in this team; list them with GET /api/teams/${teamId}/repositories.`,
+      );
     return conn;
   }
 
   private folder(raw: string): string {
     const folder = normalizeEngineFolder(raw);
-    if (!folder) throw badRequest('invalid_engine_folder', `"${raw}" is not a folder inside the repository: use a relative path such as engine or src/engine (no .. or leading /).`);
+    if (!folder)
+      throw badRequest(
+        'invalid_engine_folder',
+        `"${raw}" is not a folder inside the repository: use a relative path such as engine or src/engine (no .. or leading /).`,
+      );
     return folder;
   }
 
   private taken(existing: RepositoryConnectionEntity | null, teamId: string, fullName: string): AppError {
-    if (existing?.teamId === teamId) return conflict('repository_already_connected', `${fullName} is already connected to this team; change its settings instead.`, { connectionId: existing.id });
-    return conflict('repository_taken', `${fullName} is connected to another team. A repository connects to at most one team: that team must disconnect it first.`);
+    if (existing?.teamId === teamId)
+      return conflict(
+        'repository_already_connected',
+        `${fullName} is already connected to this team; change its settings instead.`,
+        { connectionId: existing.id },
+      );
+    return conflict(
+      'repository_taken',
+      `${fullName} is connected to another team. A repository connects to at most one team: that team must disconnect it first.`,
+    );
   }
 
   private async connectionView(c: RepositoryConnectionEntity): Promise<ConnectionView> {
-    const [creator, last] = await Promise.all([this.users.findById(c.connectedBy), this.repo.latestDelivery(c.id)]);
+    const [creator, last] = await Promise.all([
+      this.users.findById(c.connectedBy),
+      this.repo.latestDelivery(c.id),
+    ]);
     return {
       id: c.id,
       teamId: c.teamId,

@@ -40,26 +40,59 @@ export class WebhooksService {
     const event = input.event?.slice(0, 100) ?? 'unknown';
     const reject = async (error: AppError) => {
       // Nothing of an unverified request is kept but the fact that it came: no payload, no dedup key.
-      await this.repo.insertDelivery({ guid: null, githubDeliveryId: claimed, event, status: 'rejected', reason: error.message, failureCode: error.code, payload: null, processedAt: new Date() });
+      await this.repo.insertDelivery({
+        guid: null,
+        githubDeliveryId: claimed,
+        event,
+        status: 'rejected',
+        reason: error.message,
+        failureCode: error.code,
+        payload: null,
+        processedAt: new Date(),
+      });
       this.logger.warn(`rejected webhook delivery ${claimed ?? '(no id)'}: ${error.code}`);
       throw error;
     };
     if (!input.rawBody || input.rawBody.length === 0) {
-      return reject(new AppError(415, 'webhook_content_type', 'The webhook body is missing or not JSON: set the GitHub App webhook content type to application/json.'));
+      return reject(
+        new AppError(
+          415,
+          'webhook_content_type',
+          'The webhook body is missing or not JSON: set the GitHub App webhook content type to application/json.',
+        ),
+      );
     }
     if (!input.signature) {
-      return reject(unauthorized('signature_missing', 'The X-Hub-Signature-256 header is missing: set a webhook secret on the GitHub App (the same as GITHUB_WEBHOOK_SECRET).'));
+      return reject(
+        unauthorized(
+          'signature_missing',
+          'The X-Hub-Signature-256 header is missing: set a webhook secret on the GitHub App (the same as GITHUB_WEBHOOK_SECRET).',
+        ),
+      );
     }
     const raw = input.rawBody.toString('utf8');
-    const valid = /^sha256=[0-9a-f]{64}$/i.test(input.signature) && (await this.verifier.verify(raw, input.signature).catch(() => false));
+    const valid =
+      /^sha256=[0-9a-f]{64}$/i.test(input.signature) &&
+      (await this.verifier.verify(raw, input.signature).catch(() => false));
     if (!valid) {
-      return reject(unauthorized('signature_invalid', 'The X-Hub-Signature-256 does not match the body: the GitHub App webhook secret and GITHUB_WEBHOOK_SECRET differ.'));
+      return reject(
+        unauthorized(
+          'signature_invalid',
+          'The X-Hub-Signature-256 does not match the body: the GitHub App webhook secret and GITHUB_WEBHOOK_SECRET differ.',
+        ),
+      );
     }
     // Verified: now, and only now, read the payload.
-    if (!claimed || !input.event) throw badRequest('delivery_headers_missing', 'A webhook delivery needs the X-GitHub-Event and X-GitHub-Delivery headers.');
+    if (!claimed || !input.event)
+      throw badRequest(
+        'delivery_headers_missing',
+        'A webhook delivery needs the X-GitHub-Event and X-GitHub-Delivery headers.',
+      );
     let payload: Record<string, any>;
     try {
-      const text = /x-www-form-urlencoded/i.test(input.contentType ?? '') ? (new URLSearchParams(raw).get('payload') ?? '') : raw;
+      const text = /x-www-form-urlencoded/i.test(input.contentType ?? '')
+        ? (new URLSearchParams(raw).get('payload') ?? '')
+        : raw;
       payload = JSON.parse(text);
     } catch {
       throw badRequest('invalid_json', 'The webhook payload is not valid JSON.');
@@ -67,8 +100,11 @@ export class WebhooksService {
     const handled = HANDLED.has(event);
     const repository = payload.repository as { id?: number; full_name?: string } | undefined;
     const installationId = payload.installation?.id ? String(payload.installation.id) : null;
-    const connection = repository?.id ? await this.repo.findConnectionByRepository(String(repository.id)) : null;
-    const installation = !connection && installationId ? await this.repo.findInstallation(installationId) : null;
+    const connection = repository?.id
+      ? await this.repo.findConnectionByRepository(String(repository.id))
+      : null;
+    const installation =
+      !connection && installationId ? await this.repo.findInstallation(installationId) : null;
     const result = await this.repo.transaction(async (tx) => {
       const inserted = await tx.insertDeliveryOnce({
         guid: claimed,
@@ -76,7 +112,11 @@ export class WebhooksService {
         event,
         action: typeof payload.action === 'string' ? payload.action : null,
         status: handled ? 'queued' : 'ignored',
-        reason: handled ? null : event === 'ping' ? 'ping: the webhook reaches Dryft and its signature is valid.' : `Dryft does not act on ${event} events.`,
+        reason: handled
+          ? null
+          : event === 'ping'
+            ? 'ping: the webhook reaches Dryft and its signature is valid.'
+            : `Dryft does not act on ${event} events.`,
         teamId: connection?.teamId ?? installation?.teamId ?? null,
         connectionId: connection?.id ?? null,
         installationId,
@@ -93,7 +133,11 @@ export class WebhooksService {
       }
       // Seen before. GitHub's "Redeliver" of a delivery that failed here processes it again.
       const existing = (await tx.findDeliveryByGuid(claimed))!;
-      if (existing.status === 'failed' && existing.payload !== null && (await tx.requeueFailed(existing.id))) {
+      if (
+        existing.status === 'failed' &&
+        existing.payload !== null &&
+        (await tx.requeueFailed(existing.id))
+      ) {
         await this.jobs.enqueue(tx.currentManager(), existing.id);
         return { id: existing.id, status: 'queued' as const, duplicate: true };
       }
