@@ -13,9 +13,17 @@ import { LoopHub, PYTHON, startLoopHub } from '../support/hub-process';
  * Runs execute for real: the local agent process when it is built, else the harness stand-in
  * (test/support/hub-process.ts), which runs `python3 -m harness` on the stored submission.
  */
-function sh(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<{ code: number | null; out: string }> {
+function sh(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -67,8 +75,12 @@ describe('starter research loop (toy-decode, real hub)', () => {
     expect(install.code, install.out).toBe(0);
   }, 120_000);
 
-  const original = readFileSync(path.resolve(__dirname, '../../starters/toy-decode/engine/engine.py'), 'utf8');
-  const engineOf = (variant: string) => (variant === 'fast' ? readFileSync(path.join(repo, 'examples/fast/engine.py'), 'utf8') : original);
+  const original = readFileSync(
+    path.resolve(__dirname, '../../starters/toy-decode/engine/engine.py'),
+    'utf8',
+  );
+  const engineOf = (variant: string) =>
+    variant === 'fast' ? readFileSync(path.join(repo, 'examples/fast/engine.py'), 'utf8') : original;
 
   afterAll(async () => {
     await hub?.close();
@@ -77,7 +89,11 @@ describe('starter research loop (toy-decode, real hub)', () => {
 
   it('runs two iterations by itself, journals both and keeps the faster engine', async () => {
     const started = Date.now();
-    const loop = await sh(PYTHON, ['agent/research.py', '--iterations', '2', '--run-timeout', '150'], { cwd: repo, env, timeoutMs: 200_000 });
+    const loop = await sh(PYTHON, ['agent/research.py', '--iterations', '2', '--run-timeout', '150'], {
+      cwd: repo,
+      env,
+      timeoutMs: 200_000,
+    });
     const why = `${loop.out}\n--- hub (${hub.runner}) ---\n${hub.output().slice(-4000)}`;
     expect(loop.code, why).toBe(0);
     expect(loop.out).toContain('dryft validate passed');
@@ -106,20 +122,36 @@ describe('starter research loop (toy-decode, real hub)', () => {
     expect(existsSync(path.join(repo, 'agent/.work/fast.log'))).toBe(true);
     // the runs are public runs of this team on the hub
     for (const r of finished) {
-      const run = (await (await fetch(`${hub.url}/api/runs/${r.runId}`, { headers: { authorization: `Bearer ${hub.token}` } })).json()) as { mode: string; status: string; submissionId: string };
+      const run = (await (
+        await fetch(`${hub.url}/api/runs/${r.runId}`, { headers: { authorization: `Bearer ${hub.token}` } })
+      ).json()) as { mode: string; status: string; submissionId: string };
       expect(run).toMatchObject({ mode: 'public', status: 'succeeded', submissionId: r.submissionId });
     }
     // the journal never holds the token
     expect(readFileSync(path.join(repo, 'agent/journal.jsonl'), 'utf8')).not.toContain(hub.token);
-    console.log(`[starter-loop] runner=${hub.runner}: 2 iterations in ${((Date.now() - started) / 1000).toFixed(1)} s; scores current ${current.score} fast ${fast.score}`);
+    console.log(
+      `[starter-loop] runner=${hub.runner}: 2 iterations in ${((Date.now() - started) / 1000).toFixed(1)} s; scores current ${current.score} fast ${fast.score}`,
+    );
   }, 240_000);
 
   it('does not submit what the journal already measured, and --apply writes the best into engine/', async () => {
-    const before = (await (await fetch(`${hub.url}/api/runs?benchmark=toy-decode`, { headers: { authorization: `Bearer ${hub.token}` } })).json()) as { items: unknown[] };
-    const again = await sh(PYTHON, ['agent/research.py', '--iterations', '2', '--apply'], { cwd: repo, env, timeoutMs: 60_000 });
+    const before = (await (
+      await fetch(`${hub.url}/api/runs?benchmark=toy-decode`, {
+        headers: { authorization: `Bearer ${hub.token}` },
+      })
+    ).json()) as { items: unknown[] };
+    const again = await sh(PYTHON, ['agent/research.py', '--iterations', '2', '--apply'], {
+      cwd: repo,
+      env,
+      timeoutMs: 60_000,
+    });
     expect(again.code, again.out).toBe(0);
     expect(again.out).toContain('already measured');
-    const after = (await (await fetch(`${hub.url}/api/runs?benchmark=toy-decode`, { headers: { authorization: `Bearer ${hub.token}` } })).json()) as { items: unknown[] };
+    const after = (await (
+      await fetch(`${hub.url}/api/runs?benchmark=toy-decode`, {
+        headers: { authorization: `Bearer ${hub.token}` },
+      })
+    ).json()) as { items: unknown[] };
     expect(after.items.length).toBe(before.items.length);
     const journal = readFileSync(path.join(repo, 'agent/journal.jsonl'), 'utf8')
       .trim()

@@ -37,7 +37,14 @@ export async function startLoopHub(login = `loop${Date.now().toString(36)}`): Pr
     const qs = await startQuickstart();
     try {
       const { token, teamId } = await teamToken(qs.url, login);
-      return { url: qs.url, token, teamId, runner: 'local-agent', output: () => `${qs.api.output()}\n${qs.agent?.output() ?? ''}`, close: () => qs.close() };
+      return {
+        url: qs.url,
+        token,
+        teamId,
+        runner: 'local-agent',
+        output: () => `${qs.api.output()}\n${qs.agent?.output() ?? ''}`,
+        close: () => qs.close(),
+      };
     } catch (err) {
       await qs.close();
       throw err;
@@ -107,9 +114,10 @@ export class HarnessStandin {
   }
 
   private async tick(): Promise<void> {
-    const rows: { id: string; spec: Record<string, unknown>; sha256: string }[] = await this.hub.dataSource.query(
-      `SELECT r.id, r.spec, s.sha256 FROM runs r JOIN submissions s ON s.id = r.submission_id WHERE r.status = 'queued' ORDER BY r.created_at LIMIT 1`,
-    );
+    const rows: { id: string; spec: Record<string, unknown>; sha256: string }[] =
+      await this.hub.dataSource.query(
+        `SELECT r.id, r.spec, s.sha256 FROM runs r JOIN submissions s ON s.id = r.submission_id WHERE r.status = 'queued' ORDER BY r.created_at LIMIT 1`,
+      );
     const row = rows[0];
     if (!row) return;
     await this.agent.claim(row.id);
@@ -119,7 +127,11 @@ export class HarnessStandin {
       await this.execute(row.id, row.spec, await this.hub.app.get(ArtifactStore).read(row.sha256));
     } catch (err) {
       this.output += `standin: ${(err as Error).stack}\n`;
-      await this.agent.finish(row.id, { status: 'failed', failureCode: 'infra_error', message: `stand-in agent: ${(err as Error).message}` });
+      await this.agent.finish(row.id, {
+        status: 'failed',
+        failureCode: 'infra_error',
+        message: `stand-in agent: ${(err as Error).message}`,
+      });
     }
   }
 
@@ -130,19 +142,44 @@ export class HarnessStandin {
       mkdirSync(submission);
       if (spec.kind === 'decode') {
         const validation = await validateArchive(archive);
-        if (!validation.ok) throw new Error(`stored archive does not validate: ${validation.problems.map((p) => p.message).join(' ')}`);
+        if (!validation.ok)
+          throw new Error(
+            `stored archive does not validate: ${validation.problems.map((p) => p.message).join(' ')}`,
+          );
         await unpackValidated(validation.files, submission);
         const model = spec.model as { family: string; path: string };
-        spec = { ...spec, model: { ...model, path: modelPath(model.path) }, baselineEngine: path.resolve(ROOT, String(spec.baselineEngine)) };
+        spec = {
+          ...spec,
+          model: { ...model, path: modelPath(model.path) },
+          baselineEngine: path.resolve(ROOT, String(spec.baselineEngine)),
+        };
       } else {
         writeFileSync(path.join(submission, 'submission.py'), archive);
       }
       const specFile = path.join(work, 'spec.json');
       writeFileSync(specFile, JSON.stringify(spec));
-      const child = spawn(PYTHON, ['-m', 'harness', 'run', '--benchmark', String(spec.benchmark), '--submission', submission, '--mode', String(spec.mode), '--spec', specFile, '--events-fd', '3'], {
-        cwd: path.join(ROOT, 'harness'),
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        PYTHON,
+        [
+          '-m',
+          'harness',
+          'run',
+          '--benchmark',
+          String(spec.benchmark),
+          '--submission',
+          submission,
+          '--mode',
+          String(spec.mode),
+          '--spec',
+          specFile,
+          '--events-fd',
+          '3',
+        ],
+        {
+          cwd: path.join(ROOT, 'harness'),
+          stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+        },
+      );
       let result: HarnessResultEvent | undefined;
       const pending: BatchEntry[] = [];
       const line = (text: string, stream: 'out' | 'harness') => {

@@ -42,8 +42,9 @@ ARCHIVE_LIMITS = {"compressed": 2 * 1024 * 1024, "expanded": 16 * 1024 * 1024, "
 SINGLE_FILE_LIMIT = 256 * 1024
 SKIP_NAMES = {"__pycache__", ".DS_Store"}
 TERMINAL = {"succeeded", "failed", "canceled"}
-# What a credential looks like; a candidate containing one is never submitted.
-SECRET_PATTERN = re.compile(r"dryft_(?:pat|agent)_[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----")
+# What a credential looks like (the docs' placeholder dryft_pat_REPLACE_ME is not); a candidate
+# containing one is never submitted.
+SECRET_PATTERN = re.compile(r"dryft_(?:pat|agent)_(?!REPLACE_ME\b)[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
 
 class LoopError(Exception):
