@@ -12,7 +12,17 @@ import { gzipSync } from 'node:zlib';
  * (the research loop's journal and work folders, the installed CLI in bin/, tokens, packaged
  * archives, Python caches).
  */
-const SKIP_ANYWHERE = new Set(['__pycache__', '.pytest_cache', '.mypy_cache', '.DS_Store', '.git', 'node_modules', '.venv', 'venv', '.env']);
+const SKIP_ANYWHERE = new Set([
+  '__pycache__',
+  '.pytest_cache',
+  '.mypy_cache',
+  '.DS_Store',
+  '.git',
+  'node_modules',
+  '.venv',
+  'venv',
+  '.env',
+]);
 const KEEP_IN_BIN = new Set(['.gitkeep', 'README.md']);
 const SKIP_IN_AGENT = new Set(['.work', 'best']);
 
@@ -54,7 +64,12 @@ export async function collectTemplate(root: string, top: string): Promise<Templa
         if (excludedFromTemplate(childRel, false)) continue;
         // By name, not by the hub's file mode: the same starter gives the same bytes on every hub.
         const executable = entry.name.endsWith('.sh');
-        out.push({ name: `${top}/${childRel}`, type: 'file', mode: executable ? 0o755 : 0o644, content: await fs.readFile(full) });
+        out.push({
+          name: `${top}/${childRel}`,
+          type: 'file',
+          mode: executable ? 0o755 : 0o644,
+          content: await fs.readFile(full),
+        });
       }
     }
   }
