@@ -12,6 +12,15 @@ import { RunsService } from './runs.service';
 type Emit = () => void;
 
 /**
+ * The key baselines are cached under, as dispatch looks them up: the GPU model name (the harness
+ * and the agent both read it from the driver), or "cpu" for every CPU machine, since the harness
+ * names CPUs by model ("cpu: AMD EPYC") and CPU benchmarks are not ranked per CPU model.
+ */
+export function baselineKey(hardware: string): string {
+  return /^cpu\b/i.test(hardware) ? 'cpu' : hardware;
+}
+
+/**
  * What agents report about a run, stored exactly once. Batches are numbered per run: a batch at or
  * below the stored seq is a resend (acked, not stored again); one beyond the next is refused with the
  * stored seq so the agent resends from there. The run row is locked per batch, so one run's batches
@@ -102,7 +111,7 @@ export class RunLifecycleService {
         return;
       }
       case 'baseline':
-        await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, { hardware: event.hardware, workloads: event.workloads });
+        await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, { hardware: baselineKey(event.hardware), workloads: event.workloads });
         return;
       case 'log':
       case 'result':
