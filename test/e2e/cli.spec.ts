@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateToken } from '@dryft/libs/node';
 import { AGENT_MAIN, freePort, startQuickstart, type Quickstart } from '../support/quickstart';
-import { ROOT, runCli, TcpProxy, teamToken } from '../support/cli';
+import { ROOT, runCli, spawnCli, TcpProxy, teamToken } from '../support/cli';
 
 /**
  * The `dryft` CLI as a real child process against a real API process on real Postgres (and the
@@ -262,4 +262,36 @@ describe.skipIf(!existsSync(AGENT_MAIN))('with the local agent running toy-decod
     const rank = await runCli(['rank', runId], env);
     expect(rank.stdout).toMatch(/Rank 1 of 1/);
   }, 280_000);
+
+  it('logs --follow of a toy-decode run survives a network cut: the same lines as the stored log, once each', async () => {
+    const started = JSON.parse(
+      (await runCli(['--json', 'run', submissionId, '--mode', 'public'], env)).stdout,
+    );
+    const runId = started.run.id as string;
+    const proxy = new TcpProxy(hub.port);
+    await proxy.start();
+    const follow = spawnCli(
+      ['--json', 'logs', runId, '--follow'],
+      { ...env, DRYFT_API_URL: proxy.url },
+      { timeoutMs: 200_000 },
+    );
+    const end = Date.now() + 120_000;
+    while (!follow.stdout().includes('"seq"') && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 20));
+    await proxy.cut();
+    await new Promise((r) => setTimeout(r, 1000));
+    await proxy.restore();
+    const done = await follow.done;
+    await proxy.close();
+    expect(done.code, done.stderr).toBe(0);
+    const printed = done.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((l) => typeof l.seq === 'number');
+    const stored = await api(`/api/runs/${runId}/logs?after=0&limit=5000`);
+    expect(stored.body.complete).toBe(true);
+    expect(printed.map((l) => l.seq)).toEqual(stored.body.items.map((l: { seq: number }) => l.seq));
+    expect(printed.map((l) => l.text)).toEqual(stored.body.items.map((l: { text: string }) => l.text));
+  }, 240_000);
 });
