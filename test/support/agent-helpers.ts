@@ -238,3 +238,61 @@ export async function until<T>(what: string, probe: () => T | Promise<T>, timeou
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+export interface ApiProc extends AgentProc {
+  url: string;
+}
+
+/** `node apps/api/dist/main.js` on a given database and port (restartable: same arguments, same hub). */
+export async function startApi(opts: { dbUrl: string; port: number; dataDir: string; env?: Record<string, string> }): Promise<ApiProc> {
+  const url = `http://127.0.0.1:${opts.port}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: opts.dbUrl,
+    PORT: String(opts.port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: url,
+    DATA_DIR: opts.dataDir,
+    ...opts.env,
+  };
+  delete env.GITHUB_CLIENT_ID;
+  delete env.GITHUB_CLIENT_SECRET;
+  const child = spawn(process.execPath, [path.join(ROOT, 'apps/api/dist/main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (c: Buffer) => {
+    out += c.toString('utf8');
+    if (process.env.AGENT_VERBOSE) process.stderr.write(`[api:${opts.port}] ${c}`);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the API exited (${child.exitCode}):\n${out}`);
+    try {
+      if ((await fetch(`${url}/api/health`)).ok) break;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > deadline) throw new Error(`the API did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  return { child, output: () => out, exited, workDir: opts.dataDir, url };
+}
+
+/** Processes on this machine whose command line contains `marker` (leftovers of a run). */
+export function processesWith(marker: string): number[] {
+  const { readdirSync, readFileSync } = require('node:fs') as typeof import('node:fs');
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(marker)) out.push(Number(e));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}

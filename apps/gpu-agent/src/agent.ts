@@ -117,7 +117,9 @@ export class Agent {
   private scheduleReconnect(): void {
     if (this.reconnectTimer || this.socket.connected) return;
     // Exponential backoff with full jitter: a fleet that lost the hub does not come back in lockstep.
-    const cap = Math.min(15_000, 300 * 2 ** this.reconnectAttempt++);
+    // Capped lower while it holds runs, so their leases survive a hub restart.
+    const max = this.runs.size || this.verdicts.size ? 5_000 : 15_000;
+    const cap = Math.min(max, 300 * 2 ** this.reconnectAttempt++);
     const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;

@@ -90,7 +90,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Starts a pass (or queues one more after the current pass); `everywhere` nudges the other replicas too. */
   kick(opts: { everywhere: boolean }): void {
-    if (opts.everywhere) {
+    if (opts.everywhere && this.sockets.clustered) {
       try {
         this.sockets.io.of('/agents').serverSideEmit(DISPATCH_SIGNAL);
       } catch (err) {

@@ -16,6 +16,11 @@ export class RunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('RunSweeper');
   private timer?: NodeJS.Timeout;
   private sweeping = false;
+  /**
+   * Leases are judged only after a lease period plus the agents' reconnect backoff (capped at 5 s
+   * while they hold runs) of uptime: while this process was down nobody could renew them.
+   */
+  private readonly bootedAt = Date.now();
 
   constructor(
     private readonly repo: AgentsRepository,
@@ -43,7 +48,8 @@ export class RunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     this.sweeping = true;
     try {
       const now = this.clock.now();
-      for (const { id, agentId } of await this.repo.expiredLeases(now)) {
+      const judgeLeases = Date.now() - this.bootedAt >= this.config.AGENT_LEASE_SECONDS * 1000 + 6_000;
+      for (const { id, agentId } of judgeLeases ? await this.repo.expiredLeases(now) : []) {
         const failed = await this.lifecycle.failForLostLease(id, agentId, `no heartbeat for ${this.config.AGENT_LEASE_SECONDS} s`);
         if (failed) this.logger.warn(`run ${id} failed: agent ${agentId} missed its lease`);
       }

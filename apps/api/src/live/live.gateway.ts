@@ -107,7 +107,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.unsubscribe.push(
       this.bus.on('run.logs', ({ runId, lines }) => {
         void this.channels.deliver(runId, lines);
-        this.nsp.serverSideEmit(REMOTE_LINES, { runId, lines });
+        if (this.sockets.clustered) this.nsp.serverSideEmit(REMOTE_LINES, { runId, lines });
       }),
       this.bus.on('run.status', ({ run }) => {
         this.nsp.to(`run:${run.id}`).emit('run.status', { run });

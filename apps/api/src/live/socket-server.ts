@@ -28,6 +28,11 @@ export class SocketServer implements OnModuleInit, BeforeApplicationShutdown, On
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
+  /** Whether other replicas can exist (the in-memory adapter refuses serverSideEmit). */
+  get clustered(): boolean {
+    return Boolean(this.config.REDIS_URL);
+  }
+
   get io(): Server {
     if (!this.server) throw new Error('socket.io server not started');
     return this.server;
