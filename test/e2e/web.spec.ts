@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -104,8 +104,19 @@ describe('web client end to end', () => {
     if (!existsSync(CHROMIUM))
       throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CHROMIUM_PATH).`);
     mkdirSync(SHOTS, { recursive: true });
+    // toy-decode as configured, but with the timing-stability limit opened wide: the subject here is
+    // the web, and a shared CPU box's timing noise must not decide whether the official run ranks.
+    const defs = mkdtempSync(path.join(tmpdir(), 'dryft-e2e-defs-'));
+    dirs.push(defs);
+    const toy = readFileSync(path.join(ROOT, 'config/benchmarks/toy-decode.yaml'), 'utf8');
+    expect(toy).toMatch(/maxSpreadPct: \d+/);
+    writeFileSync(
+      path.join(defs, 'toy-decode.yaml'),
+      toy.replace(/maxSpreadPct: \d+/, 'maxSpreadPct: 100000'),
+    );
+    const env = { ADMIN_LOGINS: ADMIN, BENCHMARKS_DIR: defs };
     if (useAgent) {
-      quickstart = await startQuickstart({ env: { ADMIN_LOGINS: ADMIN } });
+      quickstart = await startQuickstart({ env });
       baseUrl = quickstart.url;
       runnerOutput = () => `${quickstart!.api.output()}\n${quickstart!.agent?.output() ?? ''}`;
       await waitForLocalAgent(baseUrl, ADMIN);
@@ -113,7 +124,7 @@ describe('web client end to end', () => {
       console.warn(
         '[e2e web] apps/gpu-agent is not built: runs go through HarnessStandin (the real harness, in process)',
       );
-      hub = await startTestHub({ env: { ADMIN_LOGINS: ADMIN } });
+      hub = await startTestHub({ env });
       standin = new HarnessStandin(hub);
       standin.start();
       baseUrl = hub.baseUrl;
@@ -172,7 +183,10 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
 
   // Submissions: download the starter archive and upload it unchanged.
   await page.getByRole('link', { name: 'Submissions' }).click();
-  await page.getByTestId('benchmark-select').selectOption('toy-decode');
+  await page.getByTestId('starter-download').waitFor();
+  // The picker shows when the hub offers more than one benchmark.
+  if (await page.getByTestId('benchmark-select').count())
+    await page.getByTestId('benchmark-select').selectOption('toy-decode');
   const [download] = await Promise.all([
     page.waitForEvent('download'),
     page.getByTestId('starter-download').click(),
@@ -239,7 +253,10 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
 
   // Official run, after its confirmation dialog; the spectator's board is watched from now on.
   const firstRow = spectator.getByTestId('lb-row').first();
-  const moved = firstRow.waitFor({ timeout: 150_000 }).then(() => firstRow.getAttribute('data-moved'));
+  const moved = firstRow
+    .waitFor({ timeout: 150_000 })
+    .then(() => firstRow.getAttribute('data-moved'))
+    .catch((err: Error) => `no row: ${err.message}`);
   await page.getByTestId('start-official').click();
   await page.getByTestId('official-dialog').getByText('Official runs count').waitFor();
   await shot(page, '09-official-confirm');
