@@ -107,6 +107,17 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     ]);
   });
 
+  it('accepts a push payload of several megabytes (large pushes carry long commit lists)', async () => {
+    const { payload } = push();
+    const commits = Array.from({ length: 3000 }, (_, i) => ({ id: `${i}`.padStart(40, 'a'), message: 'x'.repeat(1000) }));
+    const big = { ...payload, commits };
+    expect(JSON.stringify(big).length).toBeGreaterThan(3_000_000);
+    const id = randomUUID();
+    const res = await deliver(hub, 'push', big, { id });
+    expect(res.status).toBe(202);
+    expect((await settled(owner, team.id, connId, id)).status).toBe('succeeded');
+  });
+
   it('the same delivery twice starts one run', async () => {
     const before = (await runsOf()).length;
     const { payload } = push();

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import type { TestProject } from 'vitest/node';
 
@@ -13,8 +13,10 @@ export async function setup(project: TestProject): Promise<void> {
   let url = process.env.DATABASE_URL;
   if (!url) {
     const { startEmbeddedPostgres } = await import('../../apps/api/src/database/embedded-postgres');
-    const dir = path.resolve(__dirname, '../../.data/test-postgres');
+    // One folder per test run: two runs at once (two terminals) must not share a cluster.
+    const dir = path.resolve(__dirname, `../../.data/test-postgres-${process.pid}`);
     mkdirSync(dir, { recursive: true });
+    cleanupDir = dir;
     console.log('[tests] DATABASE_URL is not set: starting embedded Postgres for the test run');
     const db = await startEmbeddedPostgres(dir);
     url = db.url;
@@ -25,8 +27,11 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('redisUrl', redis);
 }
 
+let cleanupDir: string | undefined;
+
 export async function teardown(): Promise<void> {
   await stop?.();
+  if (cleanupDir) rmSync(cleanupDir, { recursive: true, force: true });
 }
 
 declare module 'vitest' {

@@ -51,11 +51,12 @@ export async function createHub(config: Config, options: HubOptions = {}): Promi
   const registry = options.registry ?? BenchmarkRegistry.fromDirectory(config.benchmarksDir);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, dataSource, registry, clock: options.clock }), {
     logger: options.logger ?? LEVELS[config.LOG_LEVEL],
-    bodyParser: true,
-    rawBody: true,
+    // Body parsers are registered below: the webhook route needs a larger limit than the rest.
+    bodyParser: false,
   });
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
+  registerBodyParsers(app);
   app.use(cookieParser());
   serveWeb(app, config.webDir);
   app.enableShutdownHooks();
@@ -71,6 +72,23 @@ export async function createHub(config: Config, options: HubOptions = {}): Promi
       if (embedded) await embedded.stop();
     },
   };
+}
+
+/**
+ * JSON and form bodies, keeping the raw bytes (`req.rawBody`) for signature checks. GitHub's push
+ * payloads can reach megabytes, so its webhook route alone accepts up to 25 MB; every other route
+ * keeps a 1 MB limit.
+ */
+function registerBodyParsers(app: NestExpressApplication): void {
+  const keepRaw = (req: Request, _res: Response, buf: Buffer) => {
+    (req as Request & { rawBody?: Buffer }).rawBody = buf;
+  };
+  const webhooks = '/api/github/webhooks';
+  app.use(webhooks, express.json({ limit: '25mb', verify: keepRaw }));
+  const json = express.json({ limit: '1mb', verify: keepRaw });
+  const form = express.urlencoded({ extended: true, limit: '1mb', verify: keepRaw });
+  app.use((req: Request, res: Response, next: NextFunction) => (req.path === webhooks ? next() : json(req, res, next)));
+  app.use((req: Request, res: Response, next: NextFunction) => (req.path === webhooks ? next() : form(req, res, next)));
 }
 
 /** The built SvelteKit app at `/`, with its fallback page for client-side routes. */
