@@ -9,3 +9,4 @@ export * from './rest/accounts';
 export * from './rest/runs';
 export * from './protocol/agents';
 export * from './protocol/live';
+export * from './rest/github';

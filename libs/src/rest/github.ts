@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+/** REST bodies and views of repository connections (the GitHub App). */
+
+/** GitHub's numeric ids arrive as numbers or strings; kept as digit strings (they exceed int32). */
+const githubId = z
+  .union([z.number().int().positive(), z.string().regex(/^\d{1,20}$/, 'a numeric GitHub id')])
+  .transform(String);
+
+export const ConnectRepositoryBody = z
+  .object({
+    installationId: githubId.optional(),
+    repositoryId: githubId.optional(),
+    fullName: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'owner/name')
+      .optional(),
+    engineFolder: z.string().min(1).max(200).default('engine'),
+    benchmark: z.string().min(1).default('qwen3-4b-decode'),
+  })
+  .strict()
+  .refine((b) => Boolean(b.repositoryId) !== Boolean(b.fullName), {
+    message: 'send either repositoryId or fullName (owner/name), not both',
+  });
+
+export const UpdateConnectionBody = z
+  .object({
+    autoRun: z.boolean().optional(),
+    evaluation: z.enum(['public', 'official']).optional(),
+    engineFolder: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    message: 'send at least one of autoRun, evaluation, engineFolder',
+  });
+
+/** One row of "Check delivery". */
+export const DeliveryView = z.object({
+  id: z.string(),
+  githubDeliveryId: z.string().nullable(),
+  event: z.string(),
+  action: z.string().nullable(),
+  status: z.enum(['rejected', 'queued', 'processing', 'succeeded', 'failed', 'ignored']),
+  reason: z.string().nullable(),
+  failureCode: z.string().nullable(),
+  ref: z.string().nullable(),
+  commitSha: z.string().nullable(),
+  submissionId: z.string().nullable(),
+  runId: z.string().nullable(),
+  attempts: z.number().int(),
+  receivedAt: z.string(),
+  processedAt: z.string().nullable(),
+  redeliverable: z.boolean(),
+});
+export type DeliveryView = z.infer<typeof DeliveryView>;
+
+/** What the Repositories page shows for one connection. */
+export const ConnectionView = z.object({
+  id: z.string(),
+  teamId: z.string(),
+  installationId: z.string(),
+  repositoryId: z.string(),
+  fullName: z.string(),
+  htmlUrl: z.string(),
+  defaultBranch: z.string(),
+  engineFolder: z.string(),
+  benchmark: z.string(),
+  autoRun: z.boolean(),
+  evaluation: z.enum(['public', 'official']),
+  connectedBy: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  lastDelivery: DeliveryView.nullable(),
+});
+export type ConnectionView = z.infer<typeof ConnectionView>;
