@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+import { io, Socket } from 'socket.io-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunAssign } from '@dryft/libs';
+import { HttpUser, toyStarter, until } from '../support/agent-helpers';
+import { startTestHub, TestHub } from '../support/hub';
+
+/** A scripted agent speaking the real `/agents` protocol over socket.io. */
+class ScriptedAgent {
+  readonly socket: Socket;
+  readonly assigned: RunAssign[] = [];
+  accept = true;
+
+  constructor(
+    url: string,
+    readonly token: string,
+  ) {
+    this.socket = io(`${url}/agents`, { auth: { token }, transports: ['websocket'], reconnection: false });
+    this.socket.on('run.assign', (a: RunAssign, ack: (r: unknown) => void) => {
+      this.assigned.push(a);
+      ack({ accepted: this.accept, reason: this.accept ? undefined : 'busy' });
+    });
+  }
+
+  async ready(slots = 1) {
+    await new Promise<void>((resolve, reject) => {
+      if (this.socket.connected) resolve();
+      this.socket.once('connect', () => resolve());
+      this.socket.once('connect_error', reject);
+    });
+    return this.socket.emitWithAck('agent.ready', {
+      capabilities: { accelerator: 'cpu', gpuModel: null, gpuCount: 0, driver: null, harnessVersion: 'test', agentVersion: 'test', benchmarks: [] },
+      slots: Array.from({ length: slots }, (_, index) => ({ index, gpus: [] })),
+      activeRuns: [],
+    });
+  }
+
+  finish(runId: string, lastSeq: number) {
+    return this.socket.emitWithAck('run.finished', {
+      runId,
+      lastSeq,
+      canceled: false,
+      exitCode: 0,
+      result: { type: 'result', status: 'succeeded', failureCode: null, message: 'ok', score: 120, workloads: [], metrics: {} },
+    });
+  }
+}
+
+describe('agents: organizer routes, pushed dispatch, downloads and the protocol', () => {
+  let hub: TestHub;
+  let org: HttpUser;
+  let alice: HttpUser;
+  let bob: HttpUser;
+  const agents: ScriptedAgent[] = [];
+
+  beforeAll(async () => {
+    hub = await startTestHub({ env: { ADMIN_LOGINS: 'agents-org', AGENT_LEASE_SECONDS: '30' } });
+    org = await HttpUser.signIn(hub.baseUrl, 'agents-org');
+    alice = await HttpUser.signIn(hub.baseUrl, 'agents-alice');
+    await alice.createTeam();
+    bob = await HttpUser.signIn(hub.baseUrl, 'agents-bob');
+    await bob.createTeam();
+  });
+  afterAll(async () => {
+    for (const a of agents) a.socket.close();
+    await hub?.close();
+  });
+
+  const scripted = async (name: string, slots = 1) => {
+    const { token } = await org.createAgent(name);
+    const a = new ScriptedAgent(hub.baseUrl, token);
+    agents.push(a);
+    const ack = await a.ready(slots);
+    expect(ack.ok).toBe(true);
+    return a;
+  };
+
+  it('lets only organizers manage agents; the token is shown once', async () => {
+    expect((await alice.post('/api/admin/agents', { name: 'nope' })).status).toBe(403);
+    const created = await org.post('/api/admin/agents', { name: 'gpu-box-7' });
+    expect(created.status).toBe(201);
+    expect(created.body.token).toMatch(/^dryft_agent_/);
+    const list = await org.get('/api/admin/agents');
+    const listed = list.body.find((a: { id: string }) => a.id === created.body.id);
+    expect(listed).toMatchObject({ name: 'gpu-box-7', status: 'offline', slots: 0 });
+    expect(JSON.stringify(list.body)).not.toContain(created.body.token);
+    expect((await org.post(`/api/admin/agents/${created.body.id}/drain`, { draining: true })).body.draining ?? true).toBeTruthy();
+    expect((await org.delete(`/api/admin/agents/${created.body.id}`)).body.status).toBe('revoked');
+    const refused = io(`${hub.baseUrl}/agents`, { auth: { token: created.body.token }, transports: ['websocket'], reconnection: false });
+    const err = await new Promise<Error & { data?: { code: string } }>((r) => refused.once('connect_error', r));
+    expect(err.data?.code).toBe('agent_revoked');
+    refused.close();
+    const bad = io(`${hub.baseUrl}/agents`, { auth: { token: 'dryft_agent_123' }, transports: ['websocket'], reconnection: false });
+    expect((await new Promise<Error & { data?: { code: string } }>((r) => bad.once('connect_error', r))).data?.code).toBe('token_malformed');
+    bad.close();
+  });
+
+  it('pushes a queued run to an idle agent, serves the download once, and keeps the protocol strict', async () => {
+    const a = await scripted('push-box');
+    const sub = await alice.upload(await toyStarter());
+    const t0 = Date.now();
+    const run = await alice.startRun(sub);
+    const assign = await until('assignment', () => a.assigned.find((x) => x.runId === run.id), 5_000);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(assign.spec.kind).toBe('decode');
+    expect(assign.submission.kind).toBe('archive');
+    expect(assign.deadlineAt).toBeGreaterThan(Date.now());
+    const view = await alice.run(run.id);
+    expect(view.status).toBe('assigned');
+    expect(view.agentName).toBe('push-box');
+
+    const url = `${hub.baseUrl}${assign.submission.url}`;
+    expect((await fetch(url)).status).toBe(401); // no agent token
+    const res = await fetch(url, { headers: { 'x-agent-token': a.token } });
+    expect(res.status).toBe(200);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(createHash('sha256').update(bytes).digest('hex')).toBe(assign.submission.sha256);
+    expect((await fetch(url, { headers: { 'x-agent-token': a.token } })).status).toBe(410);
+
+    // Malformed and unknown events are refused with an error; the connection stays usable.
+    expect((await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 'one' })).ok).toBe(false);
+    expect((await a.socket.emitWithAck('run.explode', {})).ok).toBe(false);
+    expect((await a.socket.emitWithAck('run.started', { runId: run.id })).ok).toBe(true);
+    // A batch beyond the next is refused with what is stored; a resend is acked without storing.
+    const line = (n: number) => ({ type: 'log', n, ts: Date.now(), stream: 'out', text: `line ${n}` });
+    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 2, entries: [line(2)] })).toMatchObject({ ok: false, ackedSeq: 0 });
+    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] })).toMatchObject({ ok: true, ackedSeq: 1 });
+    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] })).toMatchObject({ ok: true, ackedSeq: 1 });
+    const hb = await a.socket.emitWithAck('agent.heartbeat', { activeRuns: [run.id, '00000000-0000-0000-0000-000000000000'] });
+    expect(hb.stop).toEqual(['00000000-0000-0000-0000-000000000000']);
+    expect((await a.finish(run.id, 1)).ok).toBe(true);
+    expect((await a.finish(run.id, 1)).ok).toBe(true); // idempotent
+    const done = await alice.run(run.id);
+    expect(done.status).toBe('succeeded');
+    expect(done.lastLogSeq).toBe(1);
+    a.socket.close();
+  });
+
+  it('is fair between teams, never shares an official run, and requeues a refused assignment', async () => {
+    const subA = await alice.upload(await toyStarter());
+    const subB = await bob.upload(await toyStarter());
+    const a1 = await alice.startRun(subA);
+    const a2 = await alice.startRun(subA);
+    const b1 = await bob.startRun(subB);
+    const box = await scripted('fair-box', 2);
+    await until('two assignments', () => box.assigned.length >= 2, 5_000);
+    // Oldest first, but a team already running goes after one that is not: a1 and b1, not a1 and a2.
+    expect(box.assigned.map((x) => x.runId).sort()).toEqual([a1.id, b1.id].sort());
+    for (const x of box.assigned) await box.finish(x.runId, 0);
+    await until('a2 assigned', () => box.assigned.find((x) => x.runId === a2.id), 5_000);
+    await box.finish(a2.id, 0);
+
+    // An official run takes the CPU box alone; a public run waits until it is done.
+    const off = await alice.startRun(subA, 'official');
+    await until('official assigned', () => box.assigned.find((x) => x.runId === off.id), 5_000);
+    const pub = await bob.startRun(subB);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(box.assigned.find((x) => x.runId === pub.id)).toBeUndefined();
+    expect((await bob.run(pub.id)).status).toBe('queued');
+    await box.finish(off.id, 0);
+    await until('public assigned after the official run', () => box.assigned.find((x) => x.runId === pub.id), 5_000);
+
+    // Refused: back to the queue (never started, nothing to fail).
+    box.accept = false;
+    await box.finish(pub.id, 0);
+    const refusedRun = await alice.startRun(subA);
+    await until('refused', () => box.assigned.find((x) => x.runId === refusedRun.id), 5_000);
+    await until('requeued', async () => (await alice.run(refusedRun.id)).status === 'queued', 5_000);
+  });
+});
