@@ -94,6 +94,11 @@ describe('starter research loop (toy-decode, real hub)', () => {
       env,
       timeoutMs: 200_000,
     });
+    const definition = (await (await fetch(`${hub.url}/api/benchmarks/toy-decode`)).json()) as {
+      publicWorkloads: { name: string }[];
+    };
+    const publicWorkloads = definition.publicWorkloads.map((w) => w.name);
+    expect(publicWorkloads.length).toBeGreaterThan(0);
     const why = `${loop.out}\n--- hub (${hub.runner}) ---\n${hub.output().slice(-4000)}`;
     expect(loop.code, why).toBe(0);
     expect(loop.out).toContain('dryft validate passed');
@@ -109,7 +114,7 @@ describe('starter research loop (toy-decode, real hub)', () => {
       expect(r.status, why).toBe('succeeded');
       expect(typeof r.score).toBe('number');
       expect(r.checks?.find((c) => c.name === 'output')?.passed).toBe(true);
-      expect(r.workloads?.map((w) => w.workload).sort()).toEqual(['b1-p16', 'b4-p32']);
+      expect(r.workloads?.map((w) => w.workload).sort()).toEqual([...publicWorkloads].sort());
     }
     // one Idempotency-Key per intended run, and it is the one the journal announced
     expect(new Set(finished.map((r) => r.idempotencyKey)).size).toBe(2);

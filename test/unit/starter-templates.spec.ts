@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ALLOWED_EXTENSIONS, readTar, validateSingleFile } from '@dryft/libs';
-import { generateToken, packFolder, validateArchive } from '@dryft/libs/node';
+import { generateToken, loadBenchmarkDefinitions, packFolder, validateArchive } from '@dryft/libs/node';
 import {
   collectTemplate,
   excludedFromTemplate,
@@ -98,6 +98,38 @@ describe('starter templates', () => {
       const doc = readFileSync(path.join(ROOT, 'docs/STARTERS.md'), 'utf8');
       for (const f of DOCUMENTED_EXCEPTIONS)
         expect(doc, `docs/STARTERS.md documents ${f}`).toContain(`\`${f}\``);
+    },
+  );
+
+  it.each(DECODE)(
+    '%s: ENGINE_CONTRACT.md states the benchmark definition’s current limits, checks and workloads',
+    (starter) => {
+      const def = loadBenchmarkDefinitions(path.join(ROOT, 'config/benchmarks')).find(
+        (d) => d.id === starter,
+      );
+      if (!def || def.kind !== 'decode') throw new Error(`no decode definition ${starter}`);
+      const doc = readFileSync(path.join(ROOT, 'starters', starter, 'ENGINE_CONTRACT.md'), 'utf8');
+      const want = [
+        `${def.limits.loadSeconds} s`,
+        `${def.limits.sampleSeconds} s`,
+        `${def.limits.runSeconds} s`,
+        `${def.runTimeLimitSeconds} s`,
+        `${def.checks.maxSpreadPct} %`,
+        `${def.samples.warmup} warm-up + 1 timed`,
+        `${def.samples.warmup} warm-up + ${def.samples.official} timed`,
+        ...(def.limits.memoryBytes ? [String(def.limits.memoryBytes)] : ['no memory limit']),
+        ...(def.checks.maxTpotMs ? [`TPOT ≤ ${def.checks.maxTpotMs} ms`] : []),
+        ...(def.checks.maxTtftMs ? [`TTFT ≤ ${def.checks.maxTtftMs} ms`] : []),
+        def.checks.logitTolerance === 0
+          ? 'tolerance here is **0**'
+          : `**${def.checks.logitTolerance} logit**`,
+        ...def.workloads.public.map((w) => `\`${w.name}\``),
+      ];
+      for (const text of want)
+        expect(
+          doc,
+          `${starter}/ENGINE_CONTRACT.md should say "${text}" (config/benchmarks/${starter}.yaml changed?)`,
+        ).toContain(text);
     },
   );
 
