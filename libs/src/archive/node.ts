@@ -9,7 +9,7 @@ import {
   Validation,
   validateTar,
 } from './rules';
-import { writeTar } from './tar';
+import { TarInput, writeTar } from './tar';
 
 /**
  * Decompresses at most `limit` bytes of a gzip stream. It counts while decompressing and stops
@@ -75,11 +75,16 @@ export async function collectFolder(root: string): Promise<{ name: string; conte
   return out;
 }
 
-/** Deterministic `.tar.gz` bytes: the same folder always packs to the same archive. */
-export function packFiles(files: { name: string; content: Uint8Array }[]): Buffer {
-  const gz = gzipSync(writeTar(files), { level: 9 });
+/** gzip with fixed header bytes: the same tar always compresses to the same archive. */
+export function gzipDeterministic(tar: Uint8Array): Buffer {
+  const gz = gzipSync(tar, { level: 9 });
   gz[9] = 0xff; // gzip's OS byte differs between platforms; "unknown" keeps bytes identical everywhere.
   return gz;
+}
+
+/** Deterministic `.tar.gz` bytes: the same folder always packs to the same archive. */
+export function packFiles(files: TarInput[]): Buffer {
+  return gzipDeterministic(writeTar(files));
 }
 
 export async function packFolder(root: string): Promise<Buffer> {

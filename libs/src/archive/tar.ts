@@ -129,25 +129,37 @@ function writeOctal(block: Uint8Array, offset: number, length: number, value: nu
   writeString(block, offset, length, value.toString(8).padStart(length - 1, '0'));
 }
 
+export interface TarInput {
+  name: string;
+  content: Uint8Array;
+  /** Default 0644 for files, 0755 for folders. */
+  mode?: number;
+  type?: 'file' | 'directory';
+}
+
 /**
- * Writes a deterministic ustar archive: entries sorted by name, mtime 0, uid/gid 0, mode 0644,
- * no user names, so the same files always give the same bytes.
+ * Writes a deterministic ustar archive: entries sorted by name, mtime 0, uid/gid 0, no user names,
+ * so the same files always give the same bytes. Names over 100 bytes travel in pax headers.
  */
-export function writeTar(files: { name: string; content: Uint8Array }[]): Uint8Array {
+export function writeTar(files: TarInput[]): Uint8Array {
   const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const parts: Uint8Array[] = [];
   for (const file of sorted) {
+    const isDir = file.type === 'directory';
+    const name = isDir && !file.name.endsWith('/') ? `${file.name}/` : file.name;
     const header = new Uint8Array(BLOCK);
-    const nameBytes = new TextEncoder().encode(file.name);
+    const nameBytes = new TextEncoder().encode(name);
     if (nameBytes.length > 100) {
-      const pax = paxRecord('path', file.name);
+      const pax = paxRecord('path', name);
       parts.push(headerFor('././@PaxHeader', pax.length, 'x'), padded(pax));
-      writeString(header, 0, 100, file.name.slice(0, 99).replace(/[^\x20-\x7e]/g, '_'));
+      writeString(header, 0, 100, name.slice(0, 99).replace(/[^\x20-\x7e]/g, '_'));
     } else {
-      writeString(header, 0, 100, file.name);
+      writeString(header, 0, 100, name);
     }
-    fillHeader(header, file.content.length, '0');
-    parts.push(header, padded(file.content));
+    const size = isDir ? 0 : file.content.length;
+    fillHeader(header, size, isDir ? '5' : '0', file.mode ?? (isDir ? 0o755 : 0o644));
+    parts.push(header);
+    if (size) parts.push(padded(file.content));
   }
   parts.push(new Uint8Array(BLOCK * 2));
   const total = parts.reduce((n, p) => n + p.length, 0);
@@ -175,8 +187,8 @@ function headerFor(name: string, size: number, flag: string): Uint8Array {
   return header;
 }
 
-function fillHeader(header: Uint8Array, size: number, flag: string): void {
-  writeOctal(header, 100, 8, 0o644);
+function fillHeader(header: Uint8Array, size: number, flag: string, mode = 0o644): void {
+  writeOctal(header, 100, 8, mode);
   writeOctal(header, 108, 8, 0);
   writeOctal(header, 116, 8, 0);
   writeOctal(header, 124, 12, size);

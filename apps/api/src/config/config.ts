@@ -27,7 +27,6 @@ export const EnvSchema = z.object({
   ARTIFACT_DIR: z.string().optional(),
   REDIS_URL: z.string().url().optional(),
   BENCHMARKS_DIR: z.string().default('./config/benchmarks'),
-  STARTERS_DIR: z.string().default('./starters'),
   WEB_DIR: z.string().default('./apps/web/build'),
   ADMIN_LOGINS: list.default([]),
   SESSION_TTL_HOURS: z.coerce.number().positive().default(24 * 30),
@@ -62,7 +61,6 @@ export interface Config extends Env {
   dataDir: string;
   artifactDir: string;
   benchmarksDir: string;
-  startersDir: string;
   webDir: string;
   isProduction: boolean;
   cookieSecure: boolean;
@@ -108,7 +106,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, rootDir = findR
     dataDir,
     artifactDir: e.ARTIFACT_DIR ? resolve(e.ARTIFACT_DIR) : path.join(dataDir, 'artifacts'),
     benchmarksDir: resolve(e.BENCHMARKS_DIR),
-    startersDir: resolve(e.STARTERS_DIR),
     webDir: resolve(e.WEB_DIR),
     isProduction: e.NODE_ENV === 'production',
     cookieSecure: e.COOKIE_SECURE ?? e.NODE_ENV === 'production',

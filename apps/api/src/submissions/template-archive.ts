@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { writeTar } from '@dryft/libs';
+import { gzipDeterministic } from '@dryft/libs/node';
 
 /**
  * "Download template": a starter's whole tree as a deterministic .tar.gz with one top folder named
@@ -77,69 +78,7 @@ export async function collectTemplate(root: string, top: string): Promise<Templa
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-const BLOCK = 512;
-const enc = new TextEncoder();
-
-function put(header: Uint8Array, offset: number, length: number, value: string): void {
-  const bytes = enc.encode(value);
-  if (bytes.length > length) throw new Error(`"${value}" does not fit a tar header field of ${length} bytes`);
-  header.set(bytes, offset);
-}
-
-function putOctal(header: Uint8Array, offset: number, length: number, value: number): void {
-  put(header, offset, length, value.toString(8).padStart(length - 1, '0'));
-}
-
-/** ustar name/prefix split: names up to 255 bytes, split at a slash. */
-function splitName(name: string): { name: string; prefix: string } {
-  if (enc.encode(name).length <= 100) return { name, prefix: '' };
-  for (let i = name.indexOf('/'); i !== -1; i = name.indexOf('/', i + 1)) {
-    const prefix = name.slice(0, i);
-    const rest = name.slice(i + 1);
-    if (enc.encode(prefix).length <= 155 && enc.encode(rest).length <= 100) return { name: rest, prefix };
-  }
-  throw new Error(`${name} is too long for the template archive (ustar allows 255 bytes)`);
-}
-
-export function templateTar(entries: TemplateEntry[]): Uint8Array {
-  const parts: Uint8Array[] = [];
-  for (const e of entries) {
-    const header = new Uint8Array(BLOCK);
-    const { name, prefix } = splitName(e.type === 'directory' ? `${e.name}/` : e.name);
-    put(header, 0, 100, name);
-    putOctal(header, 100, 8, e.mode);
-    putOctal(header, 108, 8, 0);
-    putOctal(header, 116, 8, 0);
-    putOctal(header, 124, 12, e.type === 'file' ? e.content.length : 0);
-    putOctal(header, 136, 12, 0);
-    header[156] = (e.type === 'directory' ? '5' : '0').charCodeAt(0);
-    put(header, 257, 6, 'ustar');
-    put(header, 263, 2, '00');
-    put(header, 345, 155, prefix);
-    for (let i = 148; i < 156; i++) header[i] = 32;
-    let sum = 0;
-    for (let i = 0; i < BLOCK; i++) sum += header[i];
-    put(header, 148, 8, sum.toString(8).padStart(6, '0') + '\0 ');
-    parts.push(header);
-    if (e.type === 'file' && e.content.length > 0) {
-      const padded = new Uint8Array(Math.ceil(e.content.length / BLOCK) * BLOCK);
-      padded.set(e.content);
-      parts.push(padded);
-    }
-  }
-  parts.push(new Uint8Array(BLOCK * 2));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
-}
-
-/** The whole starter folder as `<top>/…` in a deterministic .tar.gz. */
+/** The whole starter folder as `<top>/…` in a deterministic .tar.gz (the shared tar writer). */
 export async function packTemplate(root: string, top: string): Promise<Buffer> {
-  const gz = gzipSync(templateTar(await collectTemplate(root, top)), { level: 9 });
-  gz[9] = 0xff; // gzip's OS byte differs between platforms; "unknown" keeps the bytes identical everywhere
-  return gz;
+  return gzipDeterministic(writeTar(await collectTemplate(root, top)));
 }
