@@ -23,7 +23,7 @@ const Common = z.object({
     /** GPU model names (as the agent reports them) that qualify; empty for CPU benchmarks. */
     gpuModels: z.array(z.string()),
   }),
-  /** The starter folder served as the "Download starter" archive or sample file. */
+  /** The starter folder served as the "Download starter" archive or sample file: relative to the checkout, or absolute. */
   starter: z.string(),
   scoring: z.object({ unit: z.string(), description: z.string() }),
   announcement: z.string().optional(),
