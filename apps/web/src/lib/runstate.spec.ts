@@ -105,4 +105,16 @@ describe('chart series', () => {
     expect(data[1]).toEqual([100, 100, 130]);
     expect(data[2]).toEqual([null, 50, 50]);
   });
+
+  it('carries the best to now', () => {
+    const t = Date.parse('2026-01-01T00:00:00Z') / 1000;
+    const { data } = bestScoreSeries(
+      [{ benchmarkId: 'a', score: 90, achievedAt: '2026-01-01T00:00:00Z' }],
+      t + 600,
+    );
+    expect(data).toEqual([
+      [t, t + 600],
+      [90, 90],
+    ]);
+  });
 });

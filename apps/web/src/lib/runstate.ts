@@ -105,12 +105,15 @@ export function metricNames(metrics: readonly MetricView[]): string[] {
 /** A step chart of a best score over time, one series per benchmark, x in epoch seconds. */
 export function bestScoreSeries(
   history: readonly { benchmarkId: string; score: number; achievedAt: string }[],
+  /** Epoch seconds: the best holds until now, so the step line runs to this point. */
+  now?: number,
 ): { benchmarks: string[]; data: ChartData } {
   const benchmarks = [...new Set(history.map((h) => h.benchmarkId))];
   const points = history
     .map((h) => ({ ...h, t: Math.floor(Date.parse(h.achievedAt) / 1000) }))
     .sort((a, b) => a.t - b.t);
   const xs = [...new Set(points.map((p) => p.t))];
+  if (now !== undefined && xs.length && now > xs[xs.length - 1]) xs.push(now);
   const series = benchmarks.map((b) => {
     let best: number | null = null;
     return xs.map((t) => {
