@@ -1,13 +1,14 @@
 // One ESLint setup for every TypeScript workspace (the web app's Svelte files are checked by its build).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/build/**', '**/.svelte-kit/**', '**/node_modules/**', '.data/**', 'harness/**', 'starters/**', 'apps/web/**', 'apps/cli/bin/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', URL: 'readonly', fetch: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable' } },
+    languageOptions: { globals: { ...globals.node } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'off',
