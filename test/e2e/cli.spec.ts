@@ -216,8 +216,9 @@ describe('runs without waiting: run, runs, logs, result, rank, cancel', () => {
     expect(c.code, c.stderr).toBe(0);
     const runs = await runCli(['runs'], env);
     expect(runs.stdout).toContain(runId);
-    const res = await runCli(['result', runId], env);
-    expect(res.code).toBe(1);
+    // With an agent the run may already be running: cancel asks it to stop, so wait for the end.
+    const res = await runCli(['result', runId, '--wait', '--timeout', '60'], env, { timeoutMs: 70_000 });
+    expect(res.code, res.stdout + res.stderr).toBe(1);
     expect(res.stdout).toContain('canceled');
     expect(res.stdout).toContain('superseded');
     const follow = await runCli(['logs', runId, '--follow'], env, { timeoutMs: 30_000 });
