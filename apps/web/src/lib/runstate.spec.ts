@@ -66,6 +66,37 @@ describe('RunState', () => {
     expect(s.addMetric({ name: 'loss', step: 1, value: 2, elapsedMs: 10 })).toBe(true);
     expect(s.addMetric({ name: 'loss', step: 1, value: 2, elapsedMs: 10 })).toBe(false);
   });
+
+  it('restores the loss curve from the stored result and merges live points once each', () => {
+    const s = new RunState();
+    // A live point that arrived before the page loaded the result…
+    expect(s.addMetric({ name: 'loss', step: 3, value: 1.2, elapsedMs: 30 })).toBe(true);
+    s.setResult({
+      run: run('running'),
+      score: null,
+      workloads: [],
+      samples: [],
+      checks: [],
+      metrics: { loss: 1.2 },
+      detail: null,
+      complete: false,
+      curve: [
+        { name: 'loss', step: 1, value: 2.5, elapsedMs: 10 },
+        { name: 'loss', step: 2, value: 1.8, elapsedMs: 20 },
+        { name: 'loss', step: 3, value: 1.2, elapsedMs: 30 },
+      ],
+    });
+    // …and ones replayed live after it: each (name, step) once.
+    expect(s.addMetric({ name: 'loss', step: 2, value: 1.8, elapsedMs: 20 })).toBe(false);
+    expect(s.addMetric({ name: 'loss', step: 4, value: 0.9, elapsedMs: 40 })).toBe(true);
+    expect(metricSeries(s.metrics, 'loss')).toEqual([
+      [1, 2, 3, 4],
+      [2.5, 1.8, 1.2, 0.9],
+    ]);
+    // A result without a curve (decode runs) leaves the points alone.
+    s.setResult({ ...s.result!, curve: undefined });
+    expect(s.metrics).toHaveLength(4);
+  });
 });
 
 describe('chart series', () => {

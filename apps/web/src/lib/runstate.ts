@@ -52,11 +52,13 @@ export class RunState {
     return true;
   }
 
+  /** The stored result (on page load, at the end, on reconnect): its loss curve merges with live points. */
   setResult(r: RunResultView): void {
     this.result = r;
     this.setRun(r.run);
     for (const s of r.samples) this.addSample(s);
     for (const c of r.checks) this.addCheck(c);
+    for (const m of r.curve ?? []) this.addMetric(m);
     this.version++;
   }
 
