@@ -37,6 +37,11 @@ export class GithubAppStandin {
   slug = 'dryft-test';
   /** Where the install page sends the browser back to (the hub's setup URL). */
   setupUrl = '';
+  /**
+   * The installation a visit to the install page "creates" when the URL names none (a browser
+   * following the hub's redirect: on GitHub the person would pick the account and repositories).
+   */
+  installOnVisit?: number;
   readonly installations = new Map<number, StandinInstallation>();
   readonly repos = new Map<string, StandinRepo>();
   /** Issued installation tokens -> installation id. */
@@ -105,7 +110,11 @@ export class GithubAppStandin {
     let m = /^\/apps\/([^/]+)\/installations\/new$/.exec(path);
     if (method === 'GET' && m) {
       const back = new URL(this.setupUrl);
-      back.searchParams.set('installation_id', url.searchParams.get('installation') ?? '');
+      back.searchParams.set(
+        'installation_id',
+        url.searchParams.get('installation') ??
+          (this.installOnVisit !== undefined ? String(this.installOnVisit) : ''),
+      );
       back.searchParams.set('setup_action', 'install');
       if (url.searchParams.get('state')) back.searchParams.set('state', url.searchParams.get('state')!);
       res.writeHead(302, { location: back.toString() }).end();
