@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 
@@ -18,12 +19,27 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--mode", choices=["public", "official"], required=True)
     run.add_argument("--spec", required=True, help="JSON spec written by the agent from the benchmark definition")
     run.add_argument("--events-fd", type=int, required=True, help="file descriptor for JSON-line events")
+    run.add_argument(
+        "--consume-spec",
+        action="store_true",
+        help="delete the spec file once read, before any submission code starts (the agent passes this)",
+    )
     args = parser.parse_args(argv)
 
     events = EventWriter(args.events_fd)
     try:
-        with open(args.spec, encoding="utf-8") as fh:
-            spec = json.load(fh)
+        try:
+            with open(args.spec, encoding="utf-8") as fh:
+                spec = json.load(fh)
+        finally:
+            # The spec holds what the submission must never see (hidden workload seeds, the hidden
+            # evaluation seed). Untrusted code runs in the same sandbox as this process, and can
+            # find the path in our command line, so the file is gone before it starts.
+            if args.consume_spec:
+                try:
+                    os.unlink(args.spec)
+                except FileNotFoundError:
+                    pass
         if spec.get("benchmark") != args.benchmark or spec.get("mode") != args.mode:
             raise ValueError("spec does not match --benchmark/--mode")
         if spec.get("kind") == "decode":

@@ -97,7 +97,7 @@ def toy_spec(mode="public", **over) -> dict:
     return spec
 
 
-def run_harness(spec: dict, submission, tmp_path: Path, timeout: float = 120, python: str = sys.executable) -> Run:
+def run_harness(spec: dict, submission, tmp_path: Path, timeout: float = 120, python: str = sys.executable, consume_spec: bool = False) -> Run:
     spec_path = tmp_path / f"spec-{time.monotonic_ns()}.json"
     spec_path.write_text(json.dumps(spec))
     r, w = os.pipe()
@@ -105,7 +105,7 @@ def run_harness(spec: dict, submission, tmp_path: Path, timeout: float = 120, py
     t = time.monotonic()
     proc = subprocess.Popen(
         [python, "-m", "harness", "run", "--benchmark", spec["benchmark"], "--submission", str(submission),
-         "--mode", spec["mode"], "--spec", str(spec_path), "--events-fd", str(w)],
+         "--mode", spec["mode"], "--spec", str(spec_path), "--events-fd", str(w)] + (["--consume-spec"] if consume_spec else []),
         cwd=str(REPO), pass_fds=(w,), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )
     os.close(w)

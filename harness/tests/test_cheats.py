@@ -284,3 +284,33 @@ def test_latency_limit_in_official_runs(tmp_path, make_engine):
     """)
     run = run_harness(toy_spec("official", checks={"maxTpotMs": 5}), d, tmp_path)
     assert run.result["failureCode"] == "latency_limit" and "TPOT" in run.result["message"]
+
+
+SPEC_SNOOP = """
+    import os
+    from base import Engine as Base
+    def snoop():
+        # The spec's path is in the harness's command line; its hidden seeds would let an engine
+        # precompute the hidden prompts during its untimed load.
+        args = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\\0")
+        path = args[args.index(b"--spec") + 1].decode()
+        try:
+            open(path).read()
+            print("SNOOP: spec readable", flush=True)
+        except OSError as exc:
+            print(f"SNOOP: spec gone ({type(exc).__name__})", flush=True)
+    class Engine(Base):
+        def __init__(self, path):
+            snoop()
+            super().__init__(path)
+"""
+
+
+def test_spec_is_gone_before_submission_code_runs(tmp_path, make_engine):
+    d = make_engine(SPEC_SNOOP)
+    exposed = run_harness(toy_spec("public"), d, tmp_path)
+    assert "SNOOP: spec readable" in exposed.stdout  # the hole, without --consume-spec
+    run = run_harness(toy_spec("public"), d, tmp_path, consume_spec=True)
+    assert "SNOOP: spec gone (FileNotFoundError)" in run.stdout, run.stdout
+    assert run.result["status"] == "succeeded"
+    assert len(list(tmp_path.glob("spec-*.json"))) == 1, "only the unconsumed spec is left"

@@ -96,7 +96,7 @@ def run_harness(tmp: Path, source: str, spec: dict, extra_files=(), env_extra=No
         started = time.monotonic()
         proc = subprocess.run(
             [sys.executable, "-m", "harness", "run", "--benchmark", spec["benchmark"], "--submission", str(sub),
-             "--mode", spec["mode"], "--spec", str(spec_path), "--events-fd", str(ev_out.fileno())],
+             "--mode", spec["mode"], "--spec", str(spec_path), "--events-fd", str(ev_out.fileno()), "--consume-spec"],
             cwd=str(REPO), env=env, pass_fds=(ev_out.fileno(),), capture_output=True, text=True, timeout=timeout,
         )
         wall = time.monotonic() - started
