@@ -205,7 +205,7 @@ print("CHILD: started")
     expect(await agent!.exited).toBe(3);
     expect(agent!.output()).toMatch(/revoked/);
     await until('harness stopped', () => processesWith(run.id).length === 0 || null, 10_000);
-    const socket = io(`${api.url}/agents`, { auth: { token: agentToken }, transports: ['websocket'], reconnection: false });
+    const socket = io(`${api.url}/agents`, { auth: { token: agentToken }, transports: ['websocket'], forceNew: true, reconnection: false });
     const err = await new Promise<Error & { data?: { code?: string } }>((resolve) => socket.once('connect_error', resolve));
     socket.close();
     expect(err.data?.code).toBe('agent_revoked');

@@ -15,7 +15,7 @@ class ScriptedAgent {
     url: string,
     readonly token: string,
   ) {
-    this.socket = io(`${url}/agents`, { auth: { token }, transports: ['websocket'], reconnection: false });
+    this.socket = io(`${url}/agents`, { auth: { token }, transports: ['websocket'], forceNew: true, reconnection: false });
     this.socket.on('run.assign', (a: RunAssign, ack: (r: unknown) => void) => {
       this.assigned.push(a);
       ack({ accepted: this.accept, reason: this.accept ? undefined : 'busy' });
@@ -86,11 +86,11 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     expect(JSON.stringify(list.body)).not.toContain(created.body.token);
     expect((await org.post(`/api/admin/agents/${created.body.id}/drain`, { draining: true })).body.draining ?? true).toBeTruthy();
     expect((await org.delete(`/api/admin/agents/${created.body.id}`)).body.status).toBe('revoked');
-    const refused = io(`${hub.baseUrl}/agents`, { auth: { token: created.body.token }, transports: ['websocket'], reconnection: false });
+    const refused = io(`${hub.baseUrl}/agents`, { auth: { token: created.body.token }, transports: ['websocket'], forceNew: true, reconnection: false });
     const err = await new Promise<Error & { data?: { code: string } }>((r) => refused.once('connect_error', r));
     expect(err.data?.code).toBe('agent_revoked');
     refused.close();
-    const bad = io(`${hub.baseUrl}/agents`, { auth: { token: 'dryft_agent_123' }, transports: ['websocket'], reconnection: false });
+    const bad = io(`${hub.baseUrl}/agents`, { auth: { token: 'dryft_agent_123' }, transports: ['websocket'], forceNew: true, reconnection: false });
     expect((await new Promise<Error & { data?: { code: string } }>((r) => bad.once('connect_error', r))).data?.code).toBe('token_malformed');
     bad.close();
   });

@@ -7,7 +7,7 @@ import { TestAgent } from '../support/test-agent';
 
 const connect = (url: string, opts: { cookie?: string; token?: string } = {}): Socket =>
   io(`${url}/live`, {
-    transports: ['websocket'],
+    transports: ['websocket'], forceNew: true,
     extraHeaders: opts.cookie ? { cookie: opts.cookie } : undefined,
     auth: opts.token ? { token: opts.token } : {},
     reconnection: false,

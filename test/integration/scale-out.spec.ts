@@ -59,7 +59,7 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
   it('an agent on one replica and a watcher on the other: every line, in order', async () => {
     const org = await HttpUser.signIn(a.url, 'scale-org');
     const { token } = await org.createAgent('replica-a-box');
-    const agent: Socket = io(`${a.url}/agents`, { auth: { token }, transports: ['websocket'], reconnection: false });
+    const agent: Socket = io(`${a.url}/agents`, { auth: { token }, transports: ['websocket'], forceNew: true, reconnection: false });
     const assigned: RunAssign[] = [];
     agent.on('run.assign', (x: RunAssign, ack: (r: unknown) => void) => {
       assigned.push(x);

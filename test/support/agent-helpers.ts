@@ -120,7 +120,7 @@ export class RunWatcher {
 
   constructor(url: string, auth: { cookie?: string; token?: string }) {
     this.socket = io(`${url}/live`, {
-      transports: ['websocket'],
+      transports: ['websocket'], forceNew: true,
       extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined,
       auth: auth.token ? { token: auth.token } : {},
       reconnectionDelay: 100,

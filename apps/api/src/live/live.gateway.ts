@@ -21,7 +21,7 @@ type LiveEvent = keyof typeof LiveClientToServer;
 type Payload<E extends LiveEvent> = z.infer<(typeof LiveClientToServer)[E]>;
 
 /** Leaderboard changes within this window cost one broadcast. */
-export const LEADERBOARD_COALESCE_MS = 150;
+export const LEADERBOARD_COALESCE_MS = 100;
 const AGENTS_COALESCE_MS = 250;
 /** Cross-replica: lines stored on one replica, delivered by every replica to its own watchers. */
 const REMOTE_LINES = 'dryft:run.logs';

@@ -1,0 +1,456 @@
+#!/usr/bin/env node
+// `npm run bench`: Dryft's sockets under load on loopback, each figure beside the same measurement
+// through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
+// writes bench/RESULTS.md. Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
+// (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40).
+import { spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const { io } = require('socket.io-client');
+const pg = require('pg');
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const { packFolder } = require(path.join(root, 'libs/dist/node.js'));
+
+const AGENTS = Number(process.env.BENCH_AGENTS ?? 5);
+const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 100);
+const RATE = Number(process.env.BENCH_RATE ?? 5000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SPECTATORS = Number(process.env.BENCH_SPECTATORS ?? 10000);
+const DISPATCHES = Number(process.env.BENCH_DISPATCHES ?? 40);
+const TICK_MS = 50;
+const stamp = Date.now();
+const dataDir = path.join(root, '.data', `bench-${stamp}`);
+const children = [];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (m) => console.log(`[bench] ${m}`);
+
+function pct(xs, p) {
+  if (xs.length === 0) return NaN;
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function startProcess(name, args, env) {
+  const merged = { ...process.env, ...env };
+  for (const [k, v] of Object.entries(merged)) if (v === '') delete merged[k];
+  const child = spawn(process.execPath, args, { cwd: root, env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  children.push(child);
+  child.output = () => out;
+  child.on('exit', (code) => code && code !== 0 && code !== 143 && log(`${name} exited ${code}: ${out.slice(-2000)}`));
+  return child;
+}
+
+async function waitHttp(url, ms = 60_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {}
+    await sleep(150);
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+async function database() {
+  let server = process.env.DATABASE_URL;
+  let stop = async () => {};
+  if (!server) {
+    const { startEmbeddedPostgres } = require(path.join(root, 'apps/api/dist/database/embedded-postgres.js'));
+    const db = await startEmbeddedPostgres(path.join(root, '.data', 'bench-postgres'), undefined, () => {});
+    server = db.url;
+    stop = db.stop;
+  }
+  const name = `dryft_bench_${stamp}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: server });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+      await stop();
+    },
+  };
+}
+
+class User {
+  constructor(base, cookie, csrf) {
+    Object.assign(this, { base, cookie, csrf });
+  }
+  static async signIn(base, login) {
+    const res = await fetch(`${base}/api/auth/dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login }) });
+    const body = await res.json();
+    return new User(base, res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; '), body.csrfToken);
+  }
+  async req(method, p, body) {
+    const headers = { cookie: this.cookie, 'x-csrf-token': this.csrf };
+    if (body && !(body instanceof FormData)) headers['content-type'] = 'application/json';
+    const res = await fetch(`${this.base}${p}`, { method, headers, body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined });
+    const json = await res.json();
+    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+}
+
+const connectAll = async (sockets) => {
+  await Promise.all(sockets.map((s) => (s.connected ? null : new Promise((resolve, reject) => (s.once('connect', resolve), s.once('connect_error', reject))))));
+};
+
+const CAPS = { accelerator: 'cpu', gpuModel: null, gpuCount: 0, driver: null, harnessVersion: 'bench', agentVersion: 'bench', benchmarks: [] };
+
+/** A protocol-speaking agent: batches lines every 50 ms, one batch in flight, like the real agent. */
+function fakeAgent(base, token) {
+  const socket = io(`${base}/agents`, { auth: { token }, transports: ['websocket'], forceNew: true, reconnection: false });
+  const agent = { socket, assigns: [], onAssign: null };
+  socket.on('run.assign', (a, ack) => {
+    ack({ accepted: true });
+    agent.assigns.push(a);
+    agent.onAssign?.(a, Date.now());
+  });
+  return agent;
+}
+
+/** Streams `linesPerSecond` for `seconds` on one run; returns the count sent and acked. */
+async function stream(socket, runId, linesPerSecond, seconds, text = 'x'.repeat(60)) {
+  let n = 0;
+  let seq = 0;
+  let acked = 0;
+  let inflight = null;
+  let pending = [];
+  const perTick = Math.max(1, Math.round((linesPerSecond * TICK_MS) / 1000));
+  const end = Date.now() + seconds * 1000;
+  const send = () => {
+    if (inflight || pending.length === 0) return;
+    const entries = pending.splice(0, 5000);
+    const batch = { runId, seq: ++seq, entries };
+    inflight = socket
+      .timeout(30_000)
+      .emitWithAck('run.batch', batch)
+      .then((ack) => {
+        if (ack.ok) acked += entries.length;
+        inflight = null;
+        send();
+      })
+      .catch(() => (inflight = null));
+  };
+  while (Date.now() < end) {
+    const now = Date.now();
+    for (let i = 0; i < perTick; i++) pending.push({ type: 'log', n: ++n, ts: now, stream: 'out', text });
+    send();
+    await sleep(TICK_MS - ((Date.now() - now) % TICK_MS));
+  }
+  while (pending.length || inflight) {
+    send();
+    await (inflight ?? sleep(5));
+  }
+  return { sent: n, acked, batches: seq };
+}
+
+/** Streams as fast as acks come back, in 5,000-line batches. */
+async function flood(socket, runId, seconds) {
+  let n = 0;
+  let seq = 0;
+  const end = Date.now() + seconds * 1000;
+  const started = Date.now();
+  while (Date.now() < end) {
+    const ts = Date.now();
+    const entries = Array.from({ length: 5000 }, () => ({ type: 'log', n: ++n, ts, stream: 'out', text: 'y'.repeat(60) }));
+    const ack = await socket.timeout(60_000).emitWithAck('run.batch', { runId, seq: ++seq, entries });
+    if (!ack.ok) throw new Error(`batch refused: ${JSON.stringify(ack)}`);
+  }
+  return { lines: n, ms: Date.now() - started };
+}
+
+function watchers(base, count, auth, runIds) {
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const socket = io(`${base}/live`, { transports: ['websocket'], forceNew: true, extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined, reconnection: false });
+    const w = { socket, runId: runIds[i % runIds.length], received: 0, lastSeq: 0, disorder: 0, latencies: [] };
+    socket.on('run.log', (e) => {
+      const now = Date.now();
+      for (const l of e.lines) {
+        if (l.seq !== w.lastSeq + 1) w.disorder++;
+        w.lastSeq = l.seq;
+        w.received++;
+        w.latencies.push(now - l.ts);
+      }
+    });
+    out.push(w);
+  }
+  return out;
+}
+
+async function lineLatency(kind, base, tokens, startRuns, owner) {
+  const agents = tokens.map((t) => fakeAgent(base, t));
+  await connectAll(agents.map((a) => a.socket));
+  for (const a of agents) await a.socket.timeout(10_000).emitWithAck('agent.ready', { capabilities: CAPS, slots: [{ index: 0, gpus: [] }], activeRuns: [] });
+  if (process.env.BENCH_DEBUG) log(`${kind}: agents ready`);
+  const runIds = await startRuns(agents);
+  if (process.env.BENCH_DEBUG) log(`${kind}: runs ${runIds.join(',')}`);
+  const ws = watchers(base, WATCHERS, { cookie: owner?.cookie }, runIds);
+  await connectAll(ws.map((w) => w.socket));
+  const joinAcks = await Promise.all(ws.map((w) => w.socket.timeout(10_000).emitWithAck('run.join', { runId: w.runId, afterSeq: 0 })));
+  const refused = joinAcks.filter((a) => !a.ok);
+  if (refused.length) log(`${kind}: ${refused.length} joins refused: ${JSON.stringify(refused[0])}`);
+  if (process.env.BENCH_DEBUG) log(`${kind}: watchers joined`);
+  for (let i = 0; i < agents.length; i++) await agents[i].socket.timeout(2_000).emitWithAck('run.started', { runId: runIds[i] }).catch(() => null);
+  const t0 = Date.now();
+  const results = await Promise.all(agents.map((a, i) => stream(a.socket, runIds[i], RATE / agents.length, SECONDS)));
+  const sendMs = Date.now() - t0;
+  await sleep(1500);
+  const sent = results.reduce((s, r) => s + r.sent, 0);
+  const perRun = new Map(runIds.map((id, i) => [id, results[i].sent]));
+  const expected = ws.reduce((s, w) => s + perRun.get(w.runId), 0);
+  const received = ws.reduce((s, w) => s + w.received, 0);
+  const lat = ws.flatMap((w) => w.latencies);
+  if (process.env.BENCH_DEBUG) {
+    const short = ws.filter((w) => w.received < perRun.get(w.runId));
+    log(`${kind}: ${short.length} watchers short: ${short.map((w) => `${w.runId.slice(0, 8)} got ${w.received}/${perRun.get(w.runId)} connected=${w.socket.connected}`).join('; ')}`);
+    const api = children.find((c) => c.spawnargs.some((a) => a.endsWith('apps/api/dist/main.js')));
+    if (api) log(`api output: ${api.output().slice(-3000)}`);
+  }
+  for (const w of ws) w.socket.close();
+  return {
+    agents,
+    runIds,
+    p50: pct(lat, 50),
+    p99: pct(lat, 99),
+    linesPerSec: (sent / sendMs) * 1000,
+    lost: expected - received,
+    disorder: ws.reduce((s, w) => s + w.disorder, 0),
+    sent,
+    sendMs,
+  };
+}
+
+async function main() {
+  mkdirSync(dataDir, { recursive: true });
+  const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  log(`machine: ${machine}`);
+  const db = await database();
+  dbHandle = db;
+  const apiPort = await freePort();
+  const api = `http://127.0.0.1:${apiPort}`;
+  startProcess('api', [path.join(root, 'apps/api/dist/main.js')], {
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'error',
+    DATABASE_URL: db.url,
+    PORT: String(apiPort),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: api,
+    DATA_DIR: dataDir,
+    ADMIN_LOGINS: 'bench-org',
+    AGENT_LEASE_SECONDS: '120',
+    LOCAL_AGENT_TOKEN_FILE: '',
+    REDIS_URL: '',
+  });
+  const relayPort = await freePort();
+  const relay = `http://127.0.0.1:${relayPort}`;
+  startProcess('relay', [path.join(root, 'bench/relay.mjs')], { PORT: String(relayPort) });
+  await waitHttp(`${api}/api/health`);
+  await sleep(300);
+  log(`API on ${api}, relay on ${relay}`);
+
+  const org = await User.signIn(api, 'bench-org');
+  const owner = await User.signIn(api, 'bench-owner');
+  await owner.req('POST', '/api/teams', { name: 'Bench team' });
+  const form = new FormData();
+  form.set('benchmark', 'toy-decode');
+  form.set('file', new Blob([await packFolder(path.join(root, 'starters/toy-decode/engine'))]), 'engine.tar.gz');
+  const submissionId = (await owner.req('POST', '/api/submissions', form)).submission.id;
+  const tokens = [];
+  for (let i = 0; i < AGENTS; i++) tokens.push((await org.req('POST', '/api/admin/agents', { name: `bench-${i}` })).token);
+  const ctl = io(`${relay}/ctl`, { transports: ['websocket'], forceNew: true });
+  await connectAll([ctl]);
+
+  // Dryft runs are real runs: created over REST, pushed to the agents by dispatch.
+  const startDryftRuns = async (agents) => {
+    for (let i = 0; i < agents.length; i++) await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+    const end = Date.now() + 10_000;
+    while (agents.some((a) => a.assigns.length === 0) && Date.now() < end) await sleep(20);
+    return agents.map((a) => a.assigns[a.assigns.length - 1].runId);
+  };
+  const startRelayRuns = async (agents) => agents.map((_a, i) => `relay-run-${i}-${Date.now()}`);
+  const finish = (a, runId, lastSeq, extra = {}) =>
+    a.socket.emitWithAck('run.finished', {
+      runId,
+      lastSeq,
+      canceled: false,
+      exitCode: 0,
+      result: { type: 'result', status: 'succeeded', failureCode: null, message: 'ok', score: 100, workloads: [], metrics: {}, ...extra },
+    });
+
+  const rows = [];
+  // 1. Agent -> watcher line latency at RATE lines/s with WATCHERS watchers.
+  log(`line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s`);
+  const d1 = await lineLatency('dryft', api, tokens, startDryftRuns, owner);
+  const pgc = new pg.Client({ connectionString: db.url });
+  pgc.on('error', () => {});
+  await pgc.connect();
+  pgClient = pgc;
+  const stored = Number((await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0].n);
+  const r1 = await lineLatency('relay', relay, tokens, startRelayRuns, null);
+  for (const a of r1.agents) a.socket.close();
+  rows.push(['line latency p50 (ms)', d1.p50, r1.p50, '']);
+  rows.push(['line latency p99 (ms)', d1.p99, r1.p99, '≤ 100']);
+  rows.push(['lines/s sustained (sent by agents)', d1.linesPerSec, r1.linesPerSec, `${RATE}`]);
+  rows.push(['lines persisted (of sent)', `${stored} / ${d1.sent}`, 'n/a', 'all']);
+  rows.push(['lines lost (all watchers)', d1.lost, r1.lost, '0']);
+  rows.push(['lines out of order (all watchers)', d1.disorder, r1.disorder, '0']);
+
+  // 2. Persisted lines/s on one API process: every agent floods its own run with 5,000-line batches.
+  log('persist throughput: agents flood 5,000-line batches for 5 s');
+  // Finish the latency runs properly (lastSeq = what each agent sent) so the agents are idle again.
+  for (let i = 0; i < d1.agents.length; i++) {
+    const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [d1.runIds[i]]);
+    await finish(d1.agents[i], d1.runIds[i], r.rows[0].last_batch_seq);
+  }
+  const floodRuns = await startDryftRuns(d1.agents);
+  for (let i = 0; i < d1.agents.length; i++) await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
+  const f = await Promise.all(d1.agents.map((a, i) => flood(a.socket, floodRuns[i], 5)));
+  const fLines = f.reduce((s, x) => s + x.lines, 0);
+  const fMs = Math.max(...f.map((x) => x.ms));
+  const fStored = Number((await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0].n);
+  const relayAgents = tokens.map((t) => fakeAgent(relay, t));
+  await connectAll(relayAgents.map((a) => a.socket));
+  const rf = await Promise.all(relayAgents.map((a, i) => flood(a.socket, `relay-flood-${i}`, 5)));
+  const rfLines = rf.reduce((s, x) => s + x.lines, 0);
+  const rfMs = Math.max(...rf.map((x) => x.ms));
+  rows.push(['lines/s persisted, one API process (acked after commit)', (fStored / fMs) * 1000, `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`, '≥ 50,000']);
+  for (let i = 0; i < d1.agents.length; i++) {
+    const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
+    await finish(d1.agents[i], floodRuns[i], r.rows[0].last_batch_seq);
+  }
+
+  // 3. Dispatch latency: POST a run -> run.assign on an idle agent.
+  log(`dispatch latency: ${DISPATCHES} runs`);
+  const dLat = [];
+  for (let i = 0; i < DISPATCHES; i++) {
+    const got = new Promise((resolve) => d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))));
+    const t0 = Date.now();
+    await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+    const { x, at, a } = await got;
+    dLat.push(at - t0);
+    await finish(a, x.runId, 0);
+  }
+  for (const a of d1.agents) a.onAssign = null;
+  for (const a of relayAgents) await a.socket.emitWithAck('agent.ready', {});
+  const rdLat = [];
+  for (let i = 0; i < DISPATCHES; i++) {
+    const got = new Promise((resolve) => relayAgents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))));
+    const t0 = Date.now();
+    ctl.emit('queue', {});
+    const { x, at, a } = await got;
+    rdLat.push(at - t0);
+    await a.socket.emitWithAck('run.finished', { runId: x.runId });
+  }
+  rows.push(['dispatch p50 (ms): queued -> run.assign', pct(dLat, 50), pct(rdLat, 50), '']);
+  rows.push(['dispatch p99 (ms)', pct(dLat, 99), pct(rdLat, 99), '≤ 100']);
+  for (const a of [...d1.agents, ...relayAgents]) a.socket.close();
+
+  // 4. Leaderboard fan-out to SPECTATORS sockets.
+  log(`leaderboard fan-out: ${SPECTATORS} spectators`);
+  const fanout = async (base, trigger) => {
+    const socks = [];
+    const lat = [];
+    let t0 = 0;
+    for (let i = 0; i < SPECTATORS; i += 500) {
+      const chunk = [];
+      for (let j = i; j < Math.min(SPECTATORS, i + 500); j++) {
+        const s = io(`${base}/live`, { transports: ['websocket'], forceNew: true, reconnection: false });
+        s.on('leaderboard.update', () => lat.push(Date.now() - t0));
+        chunk.push(s);
+      }
+      await connectAll(chunk);
+      await Promise.all(chunk.map((s) => s.emitWithAck('leaderboard.join', { benchmarkId: 'toy-decode' })));
+      socks.push(...chunk);
+    }
+    const rounds = [];
+    for (let round = 0; round < 3; round++) {
+      lat.length = 0;
+      t0 = await trigger(round);
+      const end = Date.now() + 10_000;
+      while (lat.length < SPECTATORS && Date.now() < end) await sleep(10);
+      rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length });
+      await sleep(300);
+    }
+    for (const s of socks) s.close();
+    return rounds;
+  };
+  const boardAgent = fakeAgent(api, tokens[0]);
+  await connectAll([boardAgent.socket]);
+  await boardAgent.socket.emitWithAck('agent.ready', { capabilities: CAPS, slots: [{ index: 0, gpus: [] }], activeRuns: [] });
+  const dryftBoard = await fanout(api, async (round) => {
+    const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
+    await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
+    const x = await got;
+    await boardAgent.socket.emitWithAck('run.started', { runId: x.runId });
+    const t0 = Date.now();
+    await finish(boardAgent, x.runId, 0, { score: 100 + round * 10 });
+    return t0;
+  });
+  boardAgent.socket.close();
+  const relayBoard = await fanout(relay, async () => {
+    const t0 = Date.now();
+    ctl.emit('board', { benchmarkId: 'toy-decode' });
+    return t0;
+  });
+  const worst = (rs, k) => Math.max(...rs.map((r) => r[k]));
+  rows.push([`leaderboard change -> ${SPECTATORS} sockets p50 (ms)`, worst(dryftBoard, 'p50'), worst(relayBoard, 'p50'), '']);
+  rows.push([`leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3; Dryft includes its 100 ms coalescing window)`, worst(dryftBoard, 'p99'), worst(relayBoard, 'p99'), '≤ 300']);
+  rows.push(['spectators reached (min of 3 rounds)', Math.min(...dryftBoard.map((r) => r.got)), Math.min(...relayBoard.map((r) => r.got)), `${SPECTATORS}`]);
+
+  const fmt = (v) => (typeof v === 'number' ? (Number.isNaN(v) ? 'n/a' : v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(1)) : String(v));
+  const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '');
+  const table = [
+    '| measurement | Dryft | bare relay | Dryft / relay | target |',
+    '| --- | --- | --- | --- | --- |',
+    ...rows.map(([name, d, r, target]) => `| ${name} | ${fmt(d)} | ${fmt(r)} | ${ratio(d, r)} | ${target} |`),
+  ].join('\n');
+  console.log(`\n${table}\n`);
+  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; one API process (no Redis), Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
+  writeFileSync(path.join(root, 'bench', 'RESULTS.latest.md'), md);
+  await pgc.end();
+  ctl.close();
+  return db;
+}
+
+let dbHandle;
+let pgClient;
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    await pgClient?.end().catch(() => {});
+    for (const c of children) c.kill('SIGTERM');
+    await sleep(1500);
+    await dbHandle?.drop().catch(() => {});
+    rmSync(dataDir, { recursive: true, force: true });
+    process.exit();
+  });
