@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import type { RunBatch } from '@dryft/libs';
+import { Outbox } from '../src/outbox';
+import { bwrapArgs } from '../src/sandbox';
+
+/** A server stand-in with the real dedup rule: store seq last+1, ack resends, refuse gaps. */
+function server() {
+  const stored: RunBatch[] = [];
+  let last = 0;
+  return {
+    stored,
+    lines: () => stored.flatMap((b) => b.entries.filter((e) => e.type === 'log').map((e) => (e as { n: number }).n)),
+    async receive(b: RunBatch) {
+      if (b.seq <= last) return { ok: true, ackedSeq: last };
+      if (b.seq > last + 1) return { ok: false, ackedSeq: last };
+      stored.push(b);
+      last = b.seq;
+      return { ok: true, ackedSeq: last };
+    },
+  };
+}
+
+describe('Outbox', () => {
+  it('numbers lines and batches, and resends what was not acknowledged after a cut', async () => {
+    const s = server();
+    let online = true;
+    let dropNextAck = 2;
+    const outbox = new Outbox(
+      'run-1',
+      async (b) => {
+        const ack = await s.receive(b);
+        // The ack of a stored batch is lost on the way back (the socket dropped): the agent must resend.
+        if (dropNextAck-- === 1) throw new Error('timeout');
+        return ack;
+      },
+      () => online,
+      () => undefined,
+      5,
+    );
+    for (let i = 0; i < 30; i++) {
+      outbox.line('out', `line ${i}`);
+      if (i % 7 === 0) await new Promise((r) => setTimeout(r, 10));
+      if (i === 15) online = false;
+      if (i === 25) {
+        online = true;
+        void outbox.pump();
+      }
+    }
+    outbox.cut();
+    await outbox.drained();
+    expect(s.lines()).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expect(outbox.ackedSeq).toBe(outbox.lastSeq);
+    outbox.close();
+  });
+
+  it('splits over-long lines instead of dropping them and stops when the server says so', async () => {
+    const s = server();
+    let stopped = false;
+    const outbox = new Outbox('run-2', async (b) => ({ ...(await s.receive(b)), stop: true }), () => true, () => (stopped = true), 5);
+    outbox.line('out', 'x'.repeat(40_000));
+    outbox.cut();
+    await outbox.drained();
+    expect(s.lines()).toEqual([1, 2, 3]);
+    expect(stopped).toBe(true);
+  });
+});
+
+describe('bwrapArgs', () => {
+  it('isolates the network and pids, mounts only the workspace writable and only the slot GPU', () => {
+    const args = bwrapArgs({
+      workspace: '/tmp/w',
+      privateDir: '/tmp/p',
+      readOnly: ['/tmp/s'],
+      gpus: ['3'],
+      needed: ['/usr/bin/python3'],
+      hide: ['/home', '/tmp'],
+      blank: [],
+      env: { PATH: '/usr/bin' },
+      command: ['python3', '-m', 'harness'],
+    });
+    const s = args.join(' ');
+    for (const flag of ['--unshare-net', '--unshare-pid', '--new-session', '--die-with-parent', '--cap-drop ALL', '--clearenv', '--ro-bind / /']) expect(s).toContain(flag);
+    expect(s).toContain('--bind /tmp/w /tmp/w');
+    expect(s).toContain('--ro-bind /tmp/p /tmp/p');
+    expect(args.filter((a) => a.startsWith('/dev/nvidia') && /\d$/.test(a)).every((a) => a === '/dev/nvidia3')).toBe(true);
+    expect(args.slice(-4)).toEqual(['--', 'python3', '-m', 'harness']);
+  });
+});
