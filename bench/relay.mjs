@@ -46,7 +46,9 @@ io.of('/ctl').on('connection', (s) => {
     ack?.({ ok: Boolean(agent) });
   });
   s.on('board', (p, ack) => {
-    io.of('/live').to(`leaderboard:${p.benchmarkId}`).emit('leaderboard.update', { leaderboard: { benchmarkId: p.benchmarkId, entries: [] } });
+    io.of('/live')
+      .to(`leaderboard:${p.benchmarkId}`)
+      .emit('leaderboard.update', { leaderboard: { benchmarkId: p.benchmarkId, entries: [] } });
     ack?.({ ok: true });
   });
 });

@@ -54,7 +54,10 @@ function startProcess(name, args, env) {
   child.stderr.on('data', (c) => (out += c));
   children.push(child);
   child.output = () => out;
-  child.on('exit', (code) => code && code !== 0 && code !== 143 && log(`${name} exited ${code}: ${out.slice(-2000)}`));
+  child.on(
+    'exit',
+    (code) => code && code !== 0 && code !== 143 && log(`${name} exited ${code}: ${out.slice(-2000)}`),
+  );
   return child;
 }
 
@@ -63,7 +66,9 @@ async function waitHttp(url, ms = 60_000) {
   while (Date.now() < end) {
     try {
       if ((await fetch(url)).ok) return;
-    } catch {}
+    } catch {
+      // not listening yet
+    }
     await sleep(150);
   }
   throw new Error(`${url} did not answer`);
@@ -102,14 +107,29 @@ class User {
     Object.assign(this, { base, cookie, csrf });
   }
   static async signIn(base, login) {
-    const res = await fetch(`${base}/api/auth/dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login }) });
+    const res = await fetch(`${base}/api/auth/dev`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ login }),
+    });
     const body = await res.json();
-    return new User(base, res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; '), body.csrfToken);
+    return new User(
+      base,
+      res.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; '),
+      body.csrfToken,
+    );
   }
   async req(method, p, body) {
     const headers = { cookie: this.cookie, 'x-csrf-token': this.csrf };
     if (body && !(body instanceof FormData)) headers['content-type'] = 'application/json';
-    const res = await fetch(`${this.base}${p}`, { method, headers, body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined });
+    const res = await fetch(`${this.base}${p}`, {
+      method,
+      headers,
+      body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined,
+    });
     const json = await res.json();
     if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
     return json;
@@ -117,14 +137,33 @@ class User {
 }
 
 const connectAll = async (sockets) => {
-  await Promise.all(sockets.map((s) => (s.connected ? null : new Promise((resolve, reject) => (s.once('connect', resolve), s.once('connect_error', reject))))));
+  await Promise.all(
+    sockets.map((s) =>
+      s.connected
+        ? null
+        : new Promise((resolve, reject) => (s.once('connect', resolve), s.once('connect_error', reject))),
+    ),
+  );
 };
 
-const CAPS = { accelerator: 'cpu', gpuModel: null, gpuCount: 0, driver: null, harnessVersion: 'bench', agentVersion: 'bench', benchmarks: [] };
+const CAPS = {
+  accelerator: 'cpu',
+  gpuModel: null,
+  gpuCount: 0,
+  driver: null,
+  harnessVersion: 'bench',
+  agentVersion: 'bench',
+  benchmarks: [],
+};
 
 /** A protocol-speaking agent: batches lines every 50 ms, one batch in flight, like the real agent. */
 function fakeAgent(base, token) {
-  const socket = io(`${base}/agents`, { auth: { token }, transports: ['websocket'], forceNew: true, reconnection: false });
+  const socket = io(`${base}/agents`, {
+    auth: { token },
+    transports: ['websocket'],
+    forceNew: true,
+    reconnection: false,
+  });
   const agent = { socket, assigns: [], onAssign: null };
   socket.on('run.assign', (a, ack) => {
     ack({ accepted: true });
@@ -178,7 +217,13 @@ async function flood(socket, runId, seconds) {
   const started = Date.now();
   while (Date.now() < end) {
     const ts = Date.now();
-    const entries = Array.from({ length: 5000 }, () => ({ type: 'log', n: ++n, ts, stream: 'out', text: 'y'.repeat(60) }));
+    const entries = Array.from({ length: 5000 }, () => ({
+      type: 'log',
+      n: ++n,
+      ts,
+      stream: 'out',
+      text: 'y'.repeat(60),
+    }));
     const ack = await socket.timeout(60_000).emitWithAck('run.batch', { runId, seq: ++seq, entries });
     if (!ack.ok) throw new Error(`batch refused: ${JSON.stringify(ack)}`);
   }
@@ -188,8 +233,20 @@ async function flood(socket, runId, seconds) {
 function watchers(base, count, auth, runIds) {
   const out = [];
   for (let i = 0; i < count; i++) {
-    const socket = io(`${base}/live`, { transports: ['websocket'], forceNew: true, extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined, reconnection: false });
-    const w = { socket, runId: runIds[i % runIds.length], received: 0, lastSeq: 0, disorder: 0, latencies: [] };
+    const socket = io(`${base}/live`, {
+      transports: ['websocket'],
+      forceNew: true,
+      extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined,
+      reconnection: false,
+    });
+    const w = {
+      socket,
+      runId: runIds[i % runIds.length],
+      received: 0,
+      lastSeq: 0,
+      disorder: 0,
+      latencies: [],
+    };
     socket.on('run.log', (e) => {
       const now = Date.now();
       for (const l of e.lines) {
@@ -207,19 +264,30 @@ function watchers(base, count, auth, runIds) {
 async function lineLatency(kind, base, tokens, startRuns, owner) {
   const agents = tokens.map((t) => fakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
-  for (const a of agents) await a.socket.timeout(10_000).emitWithAck('agent.ready', { capabilities: CAPS, slots: [{ index: 0, gpus: [] }], activeRuns: [] });
+  for (const a of agents)
+    await a.socket
+      .timeout(10_000)
+      .emitWithAck('agent.ready', { capabilities: CAPS, slots: [{ index: 0, gpus: [] }], activeRuns: [] });
   if (process.env.BENCH_DEBUG) log(`${kind}: agents ready`);
   const runIds = await startRuns(agents);
   if (process.env.BENCH_DEBUG) log(`${kind}: runs ${runIds.join(',')}`);
   const ws = watchers(base, WATCHERS, { cookie: owner?.cookie }, runIds);
   await connectAll(ws.map((w) => w.socket));
-  const joinAcks = await Promise.all(ws.map((w) => w.socket.timeout(10_000).emitWithAck('run.join', { runId: w.runId, afterSeq: 0 })));
+  const joinAcks = await Promise.all(
+    ws.map((w) => w.socket.timeout(10_000).emitWithAck('run.join', { runId: w.runId, afterSeq: 0 })),
+  );
   const refused = joinAcks.filter((a) => !a.ok);
   if (refused.length) log(`${kind}: ${refused.length} joins refused: ${JSON.stringify(refused[0])}`);
   if (process.env.BENCH_DEBUG) log(`${kind}: watchers joined`);
-  for (let i = 0; i < agents.length; i++) await agents[i].socket.timeout(2_000).emitWithAck('run.started', { runId: runIds[i] }).catch(() => null);
+  for (let i = 0; i < agents.length; i++)
+    await agents[i].socket
+      .timeout(2_000)
+      .emitWithAck('run.started', { runId: runIds[i] })
+      .catch(() => null);
   const t0 = Date.now();
-  const results = await Promise.all(agents.map((a, i) => stream(a.socket, runIds[i], RATE / agents.length, SECONDS)));
+  const results = await Promise.all(
+    agents.map((a, i) => stream(a.socket, runIds[i], RATE / agents.length, SECONDS)),
+  );
   const sendMs = Date.now() - t0;
   await sleep(1500);
   const sent = results.reduce((s, r) => s + r.sent, 0);
@@ -229,7 +297,9 @@ async function lineLatency(kind, base, tokens, startRuns, owner) {
   const lat = ws.flatMap((w) => w.latencies);
   if (process.env.BENCH_DEBUG) {
     const short = ws.filter((w) => w.received < perRun.get(w.runId));
-    log(`${kind}: ${short.length} watchers short: ${short.map((w) => `${w.runId.slice(0, 8)} got ${w.received}/${perRun.get(w.runId)} connected=${w.socket.connected}`).join('; ')}`);
+    log(
+      `${kind}: ${short.length} watchers short: ${short.map((w) => `${w.runId.slice(0, 8)} got ${w.received}/${perRun.get(w.runId)} connected=${w.socket.connected}`).join('; ')}`,
+    );
     const api = children.find((c) => c.spawnargs.some((a) => a.endsWith('apps/api/dist/main.js')));
     if (api) log(`api output: ${api.output().slice(-3000)}`);
   }
@@ -280,16 +350,22 @@ async function main() {
   await owner.req('POST', '/api/teams', { name: 'Bench team' });
   const form = new FormData();
   form.set('benchmark', 'toy-decode');
-  form.set('file', new Blob([await packFolder(path.join(root, 'starters/toy-decode/engine'))]), 'engine.tar.gz');
+  form.set(
+    'file',
+    new Blob([await packFolder(path.join(root, 'starters/toy-decode/engine'))]),
+    'engine.tar.gz',
+  );
   const submissionId = (await owner.req('POST', '/api/submissions', form)).submission.id;
   const tokens = [];
-  for (let i = 0; i < AGENTS; i++) tokens.push((await org.req('POST', '/api/admin/agents', { name: `bench-${i}` })).token);
+  for (let i = 0; i < AGENTS; i++)
+    tokens.push((await org.req('POST', '/api/admin/agents', { name: `bench-${i}` })).token);
   const ctl = io(`${relay}/ctl`, { transports: ['websocket'], forceNew: true });
   await connectAll([ctl]);
 
   // Dryft runs are real runs: created over REST, pushed to the agents by dispatch.
   const startDryftRuns = async (agents) => {
-    for (let i = 0; i < agents.length; i++) await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+    for (let i = 0; i < agents.length; i++)
+      await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
     const end = Date.now() + 10_000;
     while (agents.some((a) => a.assigns.length === 0) && Date.now() < end) await sleep(20);
     return agents.map((a) => a.assigns[a.assigns.length - 1].runId);
@@ -301,7 +377,16 @@ async function main() {
       lastSeq,
       canceled: false,
       exitCode: 0,
-      result: { type: 'result', status: 'succeeded', failureCode: null, message: 'ok', score: 100, workloads: [], metrics: {}, ...extra },
+      result: {
+        type: 'result',
+        status: 'succeeded',
+        failureCode: null,
+        message: 'ok',
+        score: 100,
+        workloads: [],
+        metrics: {},
+        ...extra,
+      },
     });
 
   const rows = [];
@@ -312,7 +397,10 @@ async function main() {
   pgc.on('error', () => {});
   await pgc.connect();
   pgClient = pgc;
-  const stored = Number((await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0].n);
+  const stored = Number(
+    (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0]
+      .n,
+  );
   const r1 = await lineLatency('relay', relay, tokens, startRelayRuns, null);
   for (const a of r1.agents) a.socket.close();
   rows.push(['line latency p50 (ms)', d1.p50, r1.p50, '']);
@@ -330,17 +418,25 @@ async function main() {
     await finish(d1.agents[i], d1.runIds[i], r.rows[0].last_batch_seq);
   }
   const floodRuns = await startDryftRuns(d1.agents);
-  for (let i = 0; i < d1.agents.length; i++) await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
+  for (let i = 0; i < d1.agents.length; i++)
+    await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
   const f = await Promise.all(d1.agents.map((a, i) => flood(a.socket, floodRuns[i], 5)));
-  const fLines = f.reduce((s, x) => s + x.lines, 0);
   const fMs = Math.max(...f.map((x) => x.ms));
-  const fStored = Number((await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0].n);
+  const fStored = Number(
+    (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
+      .n,
+  );
   const relayAgents = tokens.map((t) => fakeAgent(relay, t));
   await connectAll(relayAgents.map((a) => a.socket));
   const rf = await Promise.all(relayAgents.map((a, i) => flood(a.socket, `relay-flood-${i}`, 5)));
   const rfLines = rf.reduce((s, x) => s + x.lines, 0);
   const rfMs = Math.max(...rf.map((x) => x.ms));
-  rows.push(['lines/s persisted, one API process (acked after commit)', (fStored / fMs) * 1000, `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`, '≥ 50,000']);
+  rows.push([
+    'lines/s persisted, one API process (acked after commit)',
+    (fStored / fMs) * 1000,
+    `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`,
+    '≥ 50,000',
+  ]);
   for (let i = 0; i < d1.agents.length; i++) {
     const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
     await finish(d1.agents[i], floodRuns[i], r.rows[0].last_batch_seq);
@@ -350,7 +446,9 @@ async function main() {
   log(`dispatch latency: ${DISPATCHES} runs`);
   const dLat = [];
   for (let i = 0; i < DISPATCHES; i++) {
-    const got = new Promise((resolve) => d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))));
+    const got = new Promise((resolve) =>
+      d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+    );
     const t0 = Date.now();
     await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
     const { x, at, a } = await got;
@@ -361,7 +459,9 @@ async function main() {
   for (const a of relayAgents) await a.socket.emitWithAck('agent.ready', {});
   const rdLat = [];
   for (let i = 0; i < DISPATCHES; i++) {
-    const got = new Promise((resolve) => relayAgents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))));
+    const got = new Promise((resolve) =>
+      relayAgents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+    );
     const t0 = Date.now();
     ctl.emit('queue', {});
     const { x, at, a } = await got;
@@ -403,7 +503,11 @@ async function main() {
   };
   const boardAgent = fakeAgent(api, tokens[0]);
   await connectAll([boardAgent.socket]);
-  await boardAgent.socket.emitWithAck('agent.ready', { capabilities: CAPS, slots: [{ index: 0, gpus: [] }], activeRuns: [] });
+  await boardAgent.socket.emitWithAck('agent.ready', {
+    capabilities: CAPS,
+    slots: [{ index: 0, gpus: [] }],
+    activeRuns: [],
+  });
   const dryftBoard = await fanout(api, async (round) => {
     const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
     await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
@@ -420,12 +524,35 @@ async function main() {
     return t0;
   });
   const worst = (rs, k) => Math.max(...rs.map((r) => r[k]));
-  rows.push([`leaderboard change -> ${SPECTATORS} sockets p50 (ms)`, worst(dryftBoard, 'p50'), worst(relayBoard, 'p50'), '']);
-  rows.push([`leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3; Dryft includes its 100 ms coalescing window)`, worst(dryftBoard, 'p99'), worst(relayBoard, 'p99'), '≤ 300']);
-  rows.push(['spectators reached (min of 3 rounds)', Math.min(...dryftBoard.map((r) => r.got)), Math.min(...relayBoard.map((r) => r.got)), `${SPECTATORS}`]);
+  rows.push([
+    `leaderboard change -> ${SPECTATORS} sockets p50 (ms)`,
+    worst(dryftBoard, 'p50'),
+    worst(relayBoard, 'p50'),
+    '',
+  ]);
+  rows.push([
+    `leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3; Dryft includes its 100 ms coalescing window)`,
+    worst(dryftBoard, 'p99'),
+    worst(relayBoard, 'p99'),
+    '≤ 300',
+  ]);
+  rows.push([
+    'spectators reached (min of 3 rounds)',
+    Math.min(...dryftBoard.map((r) => r.got)),
+    Math.min(...relayBoard.map((r) => r.got)),
+    `${SPECTATORS}`,
+  ]);
 
-  const fmt = (v) => (typeof v === 'number' ? (Number.isNaN(v) ? 'n/a' : v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(1)) : String(v));
-  const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '');
+  const fmt = (v) =>
+    typeof v === 'number'
+      ? Number.isNaN(v)
+        ? 'n/a'
+        : v >= 100
+          ? Math.round(v).toLocaleString('en-US')
+          : v.toFixed(1)
+      : String(v);
+  const ratio = (a, b) =>
+    typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '';
   const table = [
     '| measurement | Dryft | bare relay | Dryft / relay | target |',
     '| --- | --- | --- | --- | --- |',

@@ -49,11 +49,17 @@ describe('agent faults, cancels and containment', () => {
 
   const boot = () => startApi({ dbUrl: db.url, port, dataDir, env: apiEnv });
   const newAgent = (name: string) => {
-    agent = spawnAgent({ apiUrl: api.url, token: agentToken, dir: path.join(dataDir, `agent-${name}-${Date.now()}`) });
+    agent = spawnAgent({
+      apiUrl: api.url,
+      token: agentToken,
+      dir: path.join(dataDir, `agent-${name}-${Date.now()}`),
+    });
     return agent;
   };
   const tickLines = async (runId: string, marker: string) =>
-    (await owner.allLogs(runId)).filter((l) => l.text.startsWith(`tick ${marker} `)).map((l) => Number(l.text.split(' ')[2]));
+    (await owner.allLogs(runId))
+      .filter((l) => l.text.startsWith(`tick ${marker} `))
+      .map((l) => Number(l.text.split(' ')[2]));
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -113,7 +119,12 @@ describe('agent faults, cancels and containment', () => {
     expect(again.status).toBe(200);
     expect(again.body.changed).toBe(false);
     // The agent is free again and its workspaces are wiped.
-    await until('workspaces wiped', () => !existsSync(path.join(agent!.workDir, 'runs', a.id)) && !existsSync(path.join(agent!.workDir, 'runs', b.id)));
+    await until(
+      'workspaces wiped',
+      () =>
+        !existsSync(path.join(agent!.workDir, 'runs', a.id)) &&
+        !existsSync(path.join(agent!.workDir, 'runs', b.id)),
+    );
   });
 
   it('kills the agent mid-run: the run fails as infra_error after its lease and never runs again', async () => {
@@ -128,24 +139,30 @@ describe('agent faults, cancels and containment', () => {
     expect(failed.failureCode).toBe('infra_error');
     // A new agent connects: the failed run is not dispatched again.
     newAgent('after-kill');
-    await until('agent online', async () => (await org.get('/api/admin/agents')).body.some((a: { id: string; status: string }) => a.id === agentId && a.status === 'online'));
+    await until('agent online', async () =>
+      (await org.get('/api/admin/agents')).body.some(
+        (a: { id: string; status: string }) => a.id === agentId && a.status === 'online',
+      ),
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     const after = await owner.run(run.id);
     expect(after.status).toBe('failed');
     expect(after.finishedAt).toBe(failed.finishedAt);
   });
 
-  it.skipIf(!sandbox.ok)('contains a submission that tries the network, writes outside its workspace and leaves a child behind', async () => {
-    let hits = 0;
-    const server: Server = createServer((_req, res) => {
-      hits++;
-      res.end('reached');
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const netPort = (server.address() as { port: number }).port;
-    const marker = `escape${Date.now()}`;
-    const outside = path.join(ROOT, '.data', 'test', `${marker}.txt`);
-    const hostile = `
+  it.skipIf(!sandbox.ok)(
+    'contains a submission that tries the network, writes outside its workspace and leaves a child behind',
+    async () => {
+      let hits = 0;
+      const server: Server = createServer((_req, res) => {
+        hits++;
+        res.end('reached');
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const netPort = (server.address() as { port: number }).port;
+      const marker = `escape${Date.now()}`;
+      const outside = path.join(ROOT, '.data', 'test', `${marker}.txt`);
+      const hostile = `
 import subprocess as _sp, sys as _sys, urllib.request as _u
 try:
     _u.urlopen("http://127.0.0.1:${netPort}/", timeout=2).read()
@@ -161,24 +178,29 @@ for _p in (${JSON.stringify(outside)}, ${JSON.stringify(path.join(ROOT, `${marke
 _sp.Popen([_sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)
 print("CHILD: started")
 `;
-    try {
-      const run = await owner.startRun(await owner.upload(await toyEngineWith(hostile)));
-      const done = await owner.waitFor(run.id, terminal, 60_000);
-      const text = (await owner.allLogs(run.id)).map((l) => l.text).join('\n');
-      expect(text).toContain('NET: blocked');
-      expect(text).not.toContain('NET: reached');
-      // /etc is read-only inside; hidden folders (.data) are scratch tmpfs: nothing reaches the host.
-      expect(text).toMatch(/WRITE: blocked/);
-      expect(text).toContain('CHILD: started');
-      expect(hits).toBe(0);
-      expect(existsSync(outside)).toBe(false);
-      expect(existsSync(path.join(ROOT, `${marker}.txt`))).toBe(false);
-      await until('the left-behind child is gone', () => processesWith(marker).length === 0 || null, 10_000);
-      expect(done.status).toBe('succeeded');
-    } finally {
-      server.close();
-    }
-  });
+      try {
+        const run = await owner.startRun(await owner.upload(await toyEngineWith(hostile)));
+        const done = await owner.waitFor(run.id, terminal, 60_000);
+        const text = (await owner.allLogs(run.id)).map((l) => l.text).join('\n');
+        expect(text).toContain('NET: blocked');
+        expect(text).not.toContain('NET: reached');
+        // /etc is read-only inside; hidden folders (.data) are scratch tmpfs: nothing reaches the host.
+        expect(text).toMatch(/WRITE: blocked/);
+        expect(text).toContain('CHILD: started');
+        expect(hits).toBe(0);
+        expect(existsSync(outside)).toBe(false);
+        expect(existsSync(path.join(ROOT, `${marker}.txt`))).toBe(false);
+        await until(
+          'the left-behind child is gone',
+          () => processesWith(marker).length === 0 || null,
+          10_000,
+        );
+        expect(done.status).toBe('succeeded');
+      } finally {
+        server.close();
+      }
+    },
+  );
 
   it('restarts the API mid-run: the run survives and its result is accepted once', async () => {
     const marker = `restart${Date.now()}`;
@@ -205,8 +227,15 @@ print("CHILD: started")
     expect(await agent!.exited).toBe(3);
     expect(agent!.output()).toMatch(/revoked/);
     await until('harness stopped', () => processesWith(run.id).length === 0 || null, 10_000);
-    const socket = io(`${api.url}/agents`, { auth: { token: agentToken }, transports: ['websocket'], forceNew: true, reconnection: false });
-    const err = await new Promise<Error & { data?: { code?: string } }>((resolve) => socket.once('connect_error', resolve));
+    const socket = io(`${api.url}/agents`, {
+      auth: { token: agentToken },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
+    const err = await new Promise<Error & { data?: { code?: string } }>((resolve) =>
+      socket.once('connect_error', resolve),
+    );
     socket.close();
     expect(err.data?.code).toBe('agent_revoked');
   });

@@ -18,7 +18,10 @@ describe('the local agent runs toy-decode for real', () => {
     const ack = await watcher.join(run.id);
     expect(ack.ok).toBe(true);
     const done = await owner.waitFor(run.id, terminal, 90_000);
-    expect(done.status, `${JSON.stringify(done)}\n${(await owner.allLogs(run.id)).map((l) => `${l.stream}: ${l.text}`).join('\n')}\n${qs.agent?.output()}`).toBe('succeeded');
+    expect(
+      done.status,
+      `${JSON.stringify(done)}\n${(await owner.allLogs(run.id)).map((l) => `${l.stream}: ${l.text}`).join('\n')}\n${qs.agent?.output()}`,
+    ).toBe('succeeded');
     expect(done.score).toBeGreaterThan(0);
     expect(done.agentName).toBe('local');
     const stored = await owner.allLogs(run.id);

@@ -15,7 +15,12 @@ class ScriptedAgent {
     url: string,
     readonly token: string,
   ) {
-    this.socket = io(`${url}/agents`, { auth: { token }, transports: ['websocket'], forceNew: true, reconnection: false });
+    this.socket = io(`${url}/agents`, {
+      auth: { token },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
     this.socket.on('run.assign', (a: RunAssign, ack: (r: unknown) => void) => {
       this.assigned.push(a);
       ack({ accepted: this.accept, reason: this.accept ? undefined : 'busy' });
@@ -29,7 +34,15 @@ class ScriptedAgent {
       this.socket.once('connect_error', reject);
     });
     return this.socket.emitWithAck('agent.ready', {
-      capabilities: { accelerator: 'cpu', gpuModel: null, gpuCount: 0, driver: null, harnessVersion: 'test', agentVersion: 'test', benchmarks: [] },
+      capabilities: {
+        accelerator: 'cpu',
+        gpuModel: null,
+        gpuCount: 0,
+        driver: null,
+        harnessVersion: 'test',
+        agentVersion: 'test',
+        benchmarks: [],
+      },
       slots: Array.from({ length: slots }, (_, index) => ({ index, gpus: [] })),
       activeRuns: [],
     });
@@ -41,7 +54,15 @@ class ScriptedAgent {
       lastSeq,
       canceled: false,
       exitCode: 0,
-      result: { type: 'result', status: 'succeeded', failureCode: null, message: 'ok', score: 120, workloads: [], metrics: {} },
+      result: {
+        type: 'result',
+        status: 'succeeded',
+        failureCode: null,
+        message: 'ok',
+        score: 120,
+        workloads: [],
+        metrics: {},
+      },
     });
   }
 }
@@ -84,14 +105,32 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     const listed = list.body.find((a: { id: string }) => a.id === created.body.id);
     expect(listed).toMatchObject({ name: 'gpu-box-7', status: 'offline', slots: 0 });
     expect(JSON.stringify(list.body)).not.toContain(created.body.token);
-    expect((await org.post(`/api/admin/agents/${created.body.id}/drain`, { draining: true })).body.draining ?? true).toBeTruthy();
+    expect(
+      (await org.post(`/api/admin/agents/${created.body.id}/drain`, { draining: true })).body.draining ??
+        true,
+    ).toBeTruthy();
     expect((await org.delete(`/api/admin/agents/${created.body.id}`)).body.status).toBe('revoked');
-    const refused = io(`${hub.baseUrl}/agents`, { auth: { token: created.body.token }, transports: ['websocket'], forceNew: true, reconnection: false });
-    const err = await new Promise<Error & { data?: { code: string } }>((r) => refused.once('connect_error', r));
+    const refused = io(`${hub.baseUrl}/agents`, {
+      auth: { token: created.body.token },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
+    const err = await new Promise<Error & { data?: { code: string } }>((r) =>
+      refused.once('connect_error', r),
+    );
     expect(err.data?.code).toBe('agent_revoked');
     refused.close();
-    const bad = io(`${hub.baseUrl}/agents`, { auth: { token: 'dryft_agent_123' }, transports: ['websocket'], forceNew: true, reconnection: false });
-    expect((await new Promise<Error & { data?: { code: string } }>((r) => bad.once('connect_error', r))).data?.code).toBe('token_malformed');
+    const bad = io(`${hub.baseUrl}/agents`, {
+      auth: { token: 'dryft_agent_123' },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
+    expect(
+      (await new Promise<Error & { data?: { code: string } }>((r) => bad.once('connect_error', r))).data
+        ?.code,
+    ).toBe('token_malformed');
     bad.close();
   });
 
@@ -123,10 +162,18 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     expect((await a.socket.emitWithAck('run.started', { runId: run.id })).ok).toBe(true);
     // A batch beyond the next is refused with what is stored; a resend is acked without storing.
     const line = (n: number) => ({ type: 'log', n, ts: Date.now(), stream: 'out', text: `line ${n}` });
-    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 2, entries: [line(2)] })).toMatchObject({ ok: false, ackedSeq: 0 });
-    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] })).toMatchObject({ ok: true, ackedSeq: 1 });
-    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] })).toMatchObject({ ok: true, ackedSeq: 1 });
-    const hb = await a.socket.emitWithAck('agent.heartbeat', { activeRuns: [run.id, '00000000-0000-0000-0000-000000000000'] });
+    expect(
+      await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 2, entries: [line(2)] }),
+    ).toMatchObject({ ok: false, ackedSeq: 0 });
+    expect(
+      await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] }),
+    ).toMatchObject({ ok: true, ackedSeq: 1 });
+    expect(
+      await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] }),
+    ).toMatchObject({ ok: true, ackedSeq: 1 });
+    const hb = await a.socket.emitWithAck('agent.heartbeat', {
+      activeRuns: [run.id, '00000000-0000-0000-0000-000000000000'],
+    });
     expect(hb.stop).toEqual(['00000000-0000-0000-0000-000000000000']);
     expect((await a.finish(run.id, 1)).ok).toBe(true);
     expect((await a.finish(run.id, 1)).ok).toBe(true); // idempotent
@@ -158,7 +205,11 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     expect(box.assigned.find((x) => x.runId === pub.id)).toBeUndefined();
     expect((await bob.run(pub.id)).status).toBe('queued');
     await box.finish(off.id, 0);
-    await until('public assigned after the official run', () => box.assigned.find((x) => x.runId === pub.id), 5_000);
+    await until(
+      'public assigned after the official run',
+      () => box.assigned.find((x) => x.runId === pub.id),
+      5_000,
+    );
 
     // Refused: back to the queue (never started, nothing to fail).
     box.accept = false;

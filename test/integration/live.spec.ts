@@ -7,7 +7,8 @@ import { TestAgent } from '../support/test-agent';
 
 const connect = (url: string, opts: { cookie?: string; token?: string } = {}): Socket =>
   io(`${url}/live`, {
-    transports: ['websocket'], forceNew: true,
+    transports: ['websocket'],
+    forceNew: true,
     extraHeaders: opts.cookie ? { cookie: opts.cookie } : undefined,
     auth: opts.token ? { token: opts.token } : {},
     reconnection: false,
@@ -46,13 +47,17 @@ describe('/live: rooms, replay and coalescing', () => {
     const refused = await other.emitWithAck('run.join', { runId, afterSeq: 0 });
     expect(refused.ok).toBe(false);
     expect(refused.error.code).toBe('run_not_found');
-    const team = await other.emitWithAck('team.join', { teamId: (await owner.get('/api/me')).body.activeTeamId });
+    const team = await other.emitWithAck('team.join', {
+      teamId: (await owner.get('/api/me')).body.activeTeamId,
+    });
     expect(team.ok).toBe(false);
     other.close();
 
     const spectator = connect(hub.baseUrl);
     await connected(spectator);
-    expect((await spectator.emitWithAck('run.join', { runId, afterSeq: 0 })).error.code).toBe('sign_in_required');
+    expect((await spectator.emitWithAck('run.join', { runId, afterSeq: 0 })).error.code).toBe(
+      'sign_in_required',
+    );
     const board = await spectator.emitWithAck('leaderboard.join', { benchmarkId: 'toy-decode' });
     expect(board.ok).toBe(true);
     expect(board.leaderboard.benchmarkId).toBe('toy-decode');
@@ -70,7 +75,8 @@ describe('/live: rooms, replay and coalescing', () => {
   });
 
   it('replays stored lines after afterSeq, then live ones, with no gap and no duplicate, across a reconnect', async () => {
-    for (let i = 0; i < 5; i++) await agent.log(runId, ...Array.from({ length: 10 }, (_, k) => `early ${i * 10 + k}`));
+    for (let i = 0; i < 5; i++)
+      await agent.log(runId, ...Array.from({ length: 10 }, (_, k) => `early ${i * 10 + k}`));
     // A watcher that saw 20 lines before (afterSeq) gets 21.. only.
     const late = connect(hub.baseUrl, { cookie: owner.cookie });
     await connected(late);
@@ -93,7 +99,11 @@ describe('/live: rooms, replay and coalescing', () => {
     })();
     await writer;
     const total = 50 + 40 * 25;
-    await until('everyone caught up', () => fresh.lastSeq >= total && flaky.lastSeq >= total && got.length >= total - 20, 15_000);
+    await until(
+      'everyone caught up',
+      () => fresh.lastSeq >= total && flaky.lastSeq >= total && got.length >= total - 20,
+      15_000,
+    );
     fresh.assertContiguous();
     flaky.assertContiguous();
     expect(flaky.reconnects).toBeGreaterThan(0);

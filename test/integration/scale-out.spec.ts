@@ -4,7 +4,15 @@ import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunAssign } from '@dryft/libs';
-import { ApiProc, HttpUser, RunWatcher, startApi, stopProc, toyStarter, until } from '../support/agent-helpers';
+import {
+  ApiProc,
+  HttpUser,
+  RunWatcher,
+  startApi,
+  stopProc,
+  toyStarter,
+  until,
+} from '../support/agent-helpers';
 import { createTestDatabase } from '../support/db';
 import { freePort, ROOT } from '../support/quickstart';
 
@@ -27,7 +35,8 @@ async function redisReachable(url: string): Promise<boolean> {
 }
 
 const reachable = await redisReachable(redisUrl);
-if (!reachable) console.warn(`[scale-out] SKIPPED: no Redis at ${redisUrl} (set REDIS_URL or start redis-server)`);
+if (!reachable)
+  console.warn(`[scale-out] SKIPPED: no Redis at ${redisUrl} (set REDIS_URL or start redis-server)`);
 
 /**
  * Two API processes on one Postgres and one Redis: the agent on replica A, the watcher on replica
@@ -44,7 +53,11 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
     db = await createTestDatabase();
     dataDir = path.join(ROOT, '.data', 'test', `scale-out-${process.pid}-${Date.now()}`);
     mkdirSync(dataDir, { recursive: true });
-    const env = { REDIS_URL: redisUrl, REDIS_STREAM: `dryft-test-${process.pid}-${Date.now()}`, ADMIN_LOGINS: 'scale-org' };
+    const env = {
+      REDIS_URL: redisUrl,
+      REDIS_STREAM: `dryft-test-${process.pid}-${Date.now()}`,
+      ADMIN_LOGINS: 'scale-org',
+    };
     // One after the other: the first runs the migrations.
     a = await startApi({ dbUrl: db.url, port: await freePort(), dataDir: path.join(dataDir, 'a'), env });
     b = await startApi({ dbUrl: db.url, port: await freePort(), dataDir: path.join(dataDir, 'b'), env });
@@ -59,7 +72,12 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
   it('an agent on one replica and a watcher on the other: every line, in order', async () => {
     const org = await HttpUser.signIn(a.url, 'scale-org');
     const { token } = await org.createAgent('replica-a-box');
-    const agent: Socket = io(`${a.url}/agents`, { auth: { token }, transports: ['websocket'], forceNew: true, reconnection: false });
+    const agent: Socket = io(`${a.url}/agents`, {
+      auth: { token },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
     const assigned: RunAssign[] = [];
     agent.on('run.assign', (x: RunAssign, ack: (r: unknown) => void) => {
       assigned.push(x);
@@ -67,7 +85,15 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
     });
     await new Promise((r) => agent.once('connect', r));
     const ready = await agent.emitWithAck('agent.ready', {
-      capabilities: { accelerator: 'cpu', gpuModel: null, gpuCount: 0, driver: null, harnessVersion: 't', agentVersion: 't', benchmarks: [] },
+      capabilities: {
+        accelerator: 'cpu',
+        gpuModel: null,
+        gpuCount: 0,
+        driver: null,
+        harnessVersion: 't',
+        agentVersion: 't',
+        benchmarks: [],
+      },
       slots: [{ index: 0, gpus: [] }],
       activeRuns: [],
     });
@@ -90,7 +116,13 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
     expect((await agent.emitWithAck('run.started', { runId: run.id })).ok).toBe(true);
     let n = 0;
     for (let seq = 1; seq <= 60; seq++) {
-      const entries = Array.from({ length: 50 }, () => ({ type: 'log', n: ++n, ts: Date.now(), stream: 'out', text: `line ${n}` }));
+      const entries = Array.from({ length: 50 }, () => ({
+        type: 'log',
+        n: ++n,
+        ts: Date.now(),
+        stream: 'out',
+        text: `line ${n}`,
+      }));
       const ack = await agent.emitWithAck('run.batch', { runId: run.id, seq, entries });
       expect(ack.ok).toBe(true);
     }
@@ -99,7 +131,15 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
       lastSeq: 60,
       canceled: false,
       exitCode: 0,
-      result: { type: 'result', status: 'succeeded', failureCode: null, message: 'ok', score: 100, workloads: [], metrics: {} },
+      result: {
+        type: 'result',
+        status: 'succeeded',
+        failureCode: null,
+        message: 'ok',
+        score: 100,
+        workloads: [],
+        metrics: {},
+      },
     });
     expect(fin.ok).toBe(true);
     await until('all lines on replica B', () => watcher.lastSeq >= n, 10_000);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import type { JoinAck, LogLine, RunResultView, RunView } from '@dryft/libs';
@@ -16,7 +16,11 @@ export class HttpUser {
   ) {}
 
   static async signIn(url: string, login: string): Promise<HttpUser> {
-    const res = await fetch(`${url}/api/auth/dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login }) });
+    const res = await fetch(`${url}/api/auth/dev`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ login }),
+    });
     if (res.status !== 200) throw new Error(`dev sign-in failed: ${res.status} ${await res.text()}`);
     const body = (await res.json()) as { csrfToken: string };
     const cookie = res.headers
@@ -84,7 +88,10 @@ export class HttpUser {
     const out: LogLine[] = [];
     let after = 0;
     for (;;) {
-      const page = (await this.get(`/api/runs/${runId}/logs?after=${after}&limit=1000`)).body as { items: LogLine[]; nextAfter: number };
+      const page = (await this.get(`/api/runs/${runId}/logs?after=${after}&limit=1000`)).body as {
+        items: LogLine[];
+        nextAfter: number;
+      };
       out.push(...page.items);
       if (page.items.length === 0) return out;
       after = page.nextAfter;
@@ -96,7 +103,8 @@ export class HttpUser {
     for (;;) {
       const run = await this.run(runId);
       if (done(run)) return run;
-      if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms: ${JSON.stringify(run)}`);
+      if (Date.now() > deadline)
+        throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms: ${JSON.stringify(run)}`);
       await new Promise((r) => setTimeout(r, 150));
     }
   }
@@ -120,7 +128,8 @@ export class RunWatcher {
 
   constructor(url: string, auth: { cookie?: string; token?: string }) {
     this.socket = io(`${url}/live`, {
-      transports: ['websocket'], forceNew: true,
+      transports: ['websocket'],
+      forceNew: true,
       extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined,
       auth: auth.token ? { token: auth.token } : {},
       reconnectionDelay: 100,
@@ -156,7 +165,8 @@ export class RunWatcher {
   /** Asserts lines 1..n arrived exactly once, in order. */
   assertContiguous(): void {
     this.lines.forEach((l, i) => {
-      if (l.seq !== i + 1) throw new Error(`watcher line ${i} has seq ${l.seq} (expected ${i + 1}): lost or duplicated lines`);
+      if (l.seq !== i + 1)
+        throw new Error(`watcher line ${i} has seq ${l.seq} (expected ${i + 1}): lost or duplicated lines`);
     });
   }
 
@@ -173,7 +183,14 @@ export interface AgentProc {
 }
 
 /** A real agent process with a config file (slot 0 on the CPU unless told otherwise). */
-export function spawnAgent(opts: { apiUrl: string; token: string; dir: string; config?: Record<string, unknown>; env?: Record<string, string>; args?: string[] }): AgentProc {
+export function spawnAgent(opts: {
+  apiUrl: string;
+  token: string;
+  dir: string;
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  args?: string[];
+}): AgentProc {
   mkdirSync(opts.dir, { recursive: true });
   const workDir = path.join(opts.dir, 'work');
   const file = path.join(opts.dir, 'agent.json');
@@ -209,7 +226,10 @@ export function spawnAgent(opts: { apiUrl: string; token: string; dir: string; c
   return { child, output: () => out, exited, workDir };
 }
 
-export async function stopProc(p: { child: ChildProcess; exited: Promise<unknown> } | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProc(
+  p: { child: ChildProcess; exited: Promise<unknown> } | undefined,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
   p.child.kill(signal);
   const timer = setTimeout(() => p.child.kill('SIGKILL'), 8_000);
@@ -223,13 +243,21 @@ export const TOY_ENGINE = path.join(ROOT, 'starters/toy-decode/engine');
 export async function toyEngineWith(prelude: string): Promise<Buffer> {
   const files = await collectFolder(TOY_ENGINE);
   return packFiles(
-    files.map((f) => (f.name === 'engine.py' ? { name: f.name, content: Buffer.from(`${prelude}\n${Buffer.from(f.content).toString('utf8')}`) } : f)),
+    files.map((f) =>
+      f.name === 'engine.py'
+        ? { name: f.name, content: Buffer.from(`${prelude}\n${Buffer.from(f.content).toString('utf8')}`) }
+        : f,
+    ),
   );
 }
 
 export const toyStarter = () => packFolder(TOY_ENGINE);
 
-export async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 30_000): Promise<NonNullable<T>> {
+export async function until<T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  timeoutMs = 30_000,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -244,7 +272,12 @@ export interface ApiProc extends AgentProc {
 }
 
 /** `node apps/api/dist/main.js` on a given database and port (restartable: same arguments, same hub). */
-export async function startApi(opts: { dbUrl: string; port: number; dataDir: string; env?: Record<string, string> }): Promise<ApiProc> {
+export async function startApi(opts: {
+  dbUrl: string;
+  port: number;
+  dataDir: string;
+  env?: Record<string, string>;
+}): Promise<ApiProc> {
   const url = `http://127.0.0.1:${opts.port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -259,7 +292,11 @@ export async function startApi(opts: { dbUrl: string; port: number; dataDir: str
   };
   delete env.GITHUB_CLIENT_ID;
   delete env.GITHUB_CLIENT_SECRET;
-  const child = spawn(process.execPath, [path.join(ROOT, 'apps/api/dist/main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'apps/api/dist/main.js')], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const keep = (c: Buffer) => {
     out += c.toString('utf8');
@@ -284,7 +321,6 @@ export async function startApi(opts: { dbUrl: string; port: number; dataDir: str
 
 /** Processes on this machine whose command line contains `marker` (leftovers of a run). */
 export function processesWith(marker: string): number[] {
-  const { readdirSync, readFileSync } = require('node:fs') as typeof import('node:fs');
   const out: number[] = [];
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;

@@ -12,7 +12,8 @@ const caps = (over: Partial<AgentCapabilities>): AgentCapabilities => ({
   benchmarks: [],
   ...over,
 });
-const def = (id: string, accelerator: 'cpu' | 'gpu', gpuModels: string[] = []) => ({ id, hardware: { accelerator, gpuModels } }) as unknown as BenchmarkDefinition;
+const def = (id: string, accelerator: 'cpu' | 'gpu', gpuModels: string[] = []) =>
+  ({ id, hardware: { accelerator, gpuModels } }) as unknown as BenchmarkDefinition;
 
 describe('dispatch eligibility', () => {
   it('matches hardware and declared benchmarks', () => {
@@ -20,7 +21,9 @@ describe('dispatch eligibility', () => {
     expect(agentFits(def('toy-decode', 'cpu'), caps({}))).toBe(false);
     expect(agentFits(def('qwen', 'gpu', ['NVIDIA H100 80GB HBM3']), caps({}))).toBe(true);
     expect(agentFits(def('qwen', 'gpu', ['NVIDIA H200']), caps({}))).toBe(false);
-    expect(agentFits(def('qwen', 'gpu', ['NVIDIA H100 80GB HBM3']), caps({ benchmarks: ['other'] }))).toBe(false);
+    expect(agentFits(def('qwen', 'gpu', ['NVIDIA H100 80GB HBM3']), caps({ benchmarks: ['other'] }))).toBe(
+      false,
+    );
   });
 
   it('never lets an official run share a GPU', () => {
@@ -29,13 +32,25 @@ describe('dispatch eligibility', () => {
       { index: 1, gpus: ['1'] },
       { index: 2, gpus: ['1'] },
     ];
-    expect(slotModes(slots[0], slots, [{ slot: 1, mode: 'official' }])).toEqual({ allowPublic: true, allowOfficial: true });
-    expect(slotModes(slots[2], slots, [{ slot: 1, mode: 'official' }])).toEqual({ allowPublic: false, allowOfficial: false });
-    expect(slotModes(slots[2], slots, [{ slot: 1, mode: 'public' }])).toEqual({ allowPublic: true, allowOfficial: false });
+    expect(slotModes(slots[0], slots, [{ slot: 1, mode: 'official' }])).toEqual({
+      allowPublic: true,
+      allowOfficial: true,
+    });
+    expect(slotModes(slots[2], slots, [{ slot: 1, mode: 'official' }])).toEqual({
+      allowPublic: false,
+      allowOfficial: false,
+    });
+    expect(slotModes(slots[2], slots, [{ slot: 1, mode: 'public' }])).toEqual({
+      allowPublic: true,
+      allowOfficial: false,
+    });
     const cpu = [
       { index: 0, gpus: [] },
       { index: 1, gpus: [] },
     ];
-    expect(slotModes(cpu[1], cpu, [{ slot: 0, mode: 'public' }])).toEqual({ allowPublic: true, allowOfficial: false });
+    expect(slotModes(cpu[1], cpu, [{ slot: 0, mode: 'public' }])).toEqual({
+      allowPublic: true,
+      allowOfficial: false,
+    });
   });
 });

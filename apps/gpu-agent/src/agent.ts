@@ -1,4 +1,14 @@
-import { AgentDrain, AgentHeartbeatAck, AgentReadyAck, RunAssign, RunCancel, RunDeadline, RunFinishedAck, ServerToAgent, SimpleAck } from '@dryft/libs';
+import {
+  AgentDrain,
+  AgentHeartbeatAck,
+  AgentReadyAck,
+  RunAssign,
+  RunCancel,
+  RunDeadline,
+  RunFinishedAck,
+  ServerToAgent,
+  SimpleAck,
+} from '@dryft/libs';
 import type { AgentCapabilities, RunBatch, RunFinished } from '@dryft/libs';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -9,7 +19,13 @@ import { RunExecutor } from './run-executor';
 
 const ACK_TIMEOUT_MS = 15_000;
 /** Handshake refusals that no retry can fix: stop and say so. */
-const FATAL_CODES = new Set(['agent_revoked', 'agent_token_invalid', 'token_malformed', 'token_bad_checksum', 'agent_token_required']);
+const FATAL_CODES = new Set([
+  'agent_revoked',
+  'agent_token_invalid',
+  'token_malformed',
+  'token_bad_checksum',
+  'agent_token_required',
+]);
 
 function version(file: string, pattern: RegExp, fallback: string): string {
   try {
@@ -56,9 +72,14 @@ export class Agent {
     this.capabilities = {
       accelerator,
       gpuModel: config.gpuModel !== undefined ? config.gpuModel : gpu.model,
-      gpuCount: accelerator === 'gpu' ? Math.max(gpu.count, new Set(config.slots.flatMap((s) => s.gpus)).size) : 0,
+      gpuCount:
+        accelerator === 'gpu' ? Math.max(gpu.count, new Set(config.slots.flatMap((s) => s.gpus)).size) : 0,
       driver: gpu.driver,
-      harnessVersion: version(path.join(config.harness.dir!, 'harness', '__init__.py'), /__version__\s*=\s*"([^"]+)"/, 'unknown'),
+      harnessVersion: version(
+        path.join(config.harness.dir!, 'harness', '__init__.py'),
+        /__version__\s*=\s*"([^"]+)"/,
+        'unknown',
+      ),
       agentVersion: version(path.resolve(__dirname, '..', 'package.json'), /"version":\s*"([^"]+)"/, '0.0.0'),
       benchmarks: config.benchmarks,
     };
@@ -134,8 +155,12 @@ export class Agent {
 
   private async onConnect(): Promise<void> {
     this.reconnectAttempt = 0;
-    const activeRuns = [...this.runs.values()].map((r) => ({ runId: r.runId, lastAckedSeq: r.outbox.ackedSeq }));
-    for (const v of this.verdicts.values()) if (!this.runs.has(v.msg.runId)) activeRuns.push({ runId: v.msg.runId, lastAckedSeq: v.msg.lastSeq });
+    const activeRuns = [...this.runs.values()].map((r) => ({
+      runId: r.runId,
+      lastAckedSeq: r.outbox.ackedSeq,
+    }));
+    for (const v of this.verdicts.values())
+      if (!this.runs.has(v.msg.runId)) activeRuns.push({ runId: v.msg.runId, lastAckedSeq: v.msg.lastSeq });
     let ack;
     try {
       const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('agent.ready', {
@@ -156,7 +181,9 @@ export class Agent {
     }
     this.ready = true;
     this.draining = this.draining || Boolean(ack.draining);
-    this.log(`connected to ${this.config.apiUrl} as "${ack.name}" (${this.config.slots.length} slot(s), ${this.options.sandboxed ? 'sandboxed' : 'NO SANDBOX'})`);
+    this.log(
+      `connected to ${this.config.apiUrl} as "${ack.name}" (${this.config.slots.length} slot(s), ${this.options.sandboxed ? 'sandboxed' : 'NO SANDBOX'})`,
+    );
     for (const r of ack.runs) {
       const run = this.runs.get(r.runId);
       if (!r.keep) {
@@ -182,7 +209,9 @@ export class Agent {
   private async beat(): Promise<void> {
     if (!this.isConnected) return;
     try {
-      const raw: unknown = await this.socket.timeout(this.heartbeatMs * 2).emitWithAck('agent.heartbeat', { activeRuns: this.activeRunIds });
+      const raw: unknown = await this.socket
+        .timeout(this.heartbeatMs * 2)
+        .emitWithAck('agent.heartbeat', { activeRuns: this.activeRunIds });
       const ack = AgentHeartbeatAck.parse(raw);
       for (const runId of ack.stop) this.runs.get(runId)?.stop('lost', 'the hub ended this run');
     } catch (err) {
@@ -191,7 +220,10 @@ export class Agent {
   }
 
   private onServerEvent(name: string, args: unknown[]): void {
-    const ack = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as (r: unknown) => void) : () => undefined;
+    const ack =
+      typeof args[args.length - 1] === 'function'
+        ? (args[args.length - 1] as (r: unknown) => void)
+        : () => undefined;
     const payload = args[0];
     switch (name) {
       case 'run.assign': {
@@ -222,7 +254,9 @@ export class Agent {
         const parsed = AgentDrain.safeParse(payload);
         if (!parsed.success) return this.log('malformed agent.drain ignored');
         this.draining = parsed.data.draining;
-        this.log(this.draining ? 'draining: finishing current runs, taking no new ones' : 'no longer draining');
+        this.log(
+          this.draining ? 'draining: finishing current runs, taking no new ones' : 'no longer draining',
+        );
         ack({ ok: true });
         return;
       }
@@ -236,7 +270,8 @@ export class Agent {
     if (this.runs.has(assign.runId)) return { accepted: true };
     const slot = this.config.slots.find((s) => s.index === assign.slot);
     if (!slot) return { accepted: false, reason: `no slot ${assign.slot}` };
-    if ([...this.runs.values()].some((r) => r.assign.slot === assign.slot)) return { accepted: false, reason: `slot ${assign.slot} is busy` };
+    if ([...this.runs.values()].some((r) => r.assign.slot === assign.slot))
+      return { accepted: false, reason: `slot ${assign.slot} is busy` };
     const run = new RunExecutor(assign, this.host(), slot.gpus);
     this.runs.set(assign.runId, run);
     this.log(`run ${assign.runId} accepted on slot ${assign.slot}`);
@@ -264,7 +299,9 @@ export class Agent {
       handback: async (runId: string, reason: string) => {
         if (!this.isConnected) return false;
         try {
-          const ack = SimpleAck.parse(await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.handback', { runId, reason }));
+          const ack = SimpleAck.parse(
+            await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.handback', { runId, reason }),
+          );
           return ack.ok;
         } catch {
           return false;
@@ -279,7 +316,9 @@ export class Agent {
     const v = this.verdicts.get(runId);
     if (!v || !this.isConnected) return;
     try {
-      const ack = RunFinishedAck.parse(await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg));
+      const ack = RunFinishedAck.parse(
+        await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg),
+      );
       if (ack.ok) {
         this.verdicts.delete(runId);
         v.resolve();
@@ -307,14 +346,17 @@ export class Agent {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     this.log(`shutting down: ${this.runs.size} run(s) in progress`);
-    for (const run of this.runs.values()) if (!run.started) run.stop('shutdown', 'the agent is shutting down');
+    for (const run of this.runs.values())
+      if (!run.started) run.stop('shutdown', 'the agent is shutting down');
     const all = Promise.all([...this.runs.values()].map((r) => r.done));
     const grace = new Promise<'grace'>((r) => setTimeout(() => r('grace'), this.config.shutdownGraceMs));
     if ((await Promise.race([all.then(() => 'done' as const), grace])) === 'grace') {
       for (const run of this.runs.values()) run.stop('shutdown', 'the agent is shutting down');
       await all;
     }
-    const pending = [...this.verdicts.values()].map((v) => new Promise<void>((r) => (v.resolve = ((orig) => () => (orig(), r()))(v.resolve))));
+    const pending = [...this.verdicts.values()].map(
+      (v) => new Promise<void>((r) => (v.resolve = ((orig) => () => (orig(), r()))(v.resolve))),
+    );
     await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 15_000))]);
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);

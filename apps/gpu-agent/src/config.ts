@@ -111,7 +111,9 @@ export function loadAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process
   if (env.DRYFT_AGENT_WORK_DIR) raw.workDir = env.DRYFT_AGENT_WORK_DIR;
   const parsed = AgentConfigFile.safeParse(raw);
   if (!parsed.success) {
-    throw new AgentConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || 'config'}: ${i.message}`).join('; '));
+    throw new AgentConfigError(
+      parsed.error.issues.map((i) => `${i.path.join('.') || 'config'}: ${i.message}`).join('; '),
+    );
   }
   const c = parsed.data;
   const resolve = (p: string) => path.resolve(base, p);
@@ -128,7 +130,11 @@ export function loadAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process
     local,
     workDir: resolve(c.workDir),
     repoDir: resolve(c.repoDir),
-    harness: { ...c.harness, dir: resolve(c.harness.dir ?? path.join(c.repoDir, 'harness')), python: c.harness.python ?? env.HARNESS_PYTHON },
+    harness: {
+      ...c.harness,
+      dir: resolve(c.harness.dir ?? path.join(c.repoDir, 'harness')),
+      python: c.harness.python ?? env.HARNESS_PYTHON,
+    },
     models: Object.fromEntries(Object.entries(c.models).map(([k, v]) => [k, resolve(v)])),
     insecureNoSandbox: c.insecureNoSandbox || flag('--insecure-no-sandbox'),
   };
@@ -136,7 +142,10 @@ export function loadAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process
 
 /** nvidia-smi's view of the box, when there is one. */
 export function detectGpu(): { model: string | null; count: number; driver: string | null } {
-  const r = spawnSync('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'], { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   if (r.status !== 0 || !r.stdout) return { model: null, count: 0, driver: null };
   const rows = r.stdout
     .split('\n')

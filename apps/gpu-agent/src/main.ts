@@ -26,10 +26,14 @@ function main(): void {
   if (!probe.ok) {
     if (config.insecureNoSandbox || config.local) {
       const bar = '!'.repeat(100);
-      console.error(`${bar}\n!! NO SANDBOX: ${probe.reason}.\n!! Submissions run with this user's rights, network and files. Development only; never on a shared box.\n${bar}`);
+      console.error(
+        `${bar}\n!! NO SANDBOX: ${probe.reason}.\n!! Submissions run with this user's rights, network and files. Development only; never on a shared box.\n${bar}`,
+      );
       sandboxed = false;
     } else {
-      console.error(`refusing to run untrusted code: ${probe.reason}. Install bubblewrap, or pass --insecure-no-sandbox for local development only.`);
+      console.error(
+        `refusing to run untrusted code: ${probe.reason}. Install bubblewrap, or pass --insecure-no-sandbox for local development only.`,
+      );
       process.exit(1);
     }
   }

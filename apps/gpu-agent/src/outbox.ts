@@ -50,7 +50,10 @@ export class Outbox {
   line(stream: 'out' | 'harness' | 'agent', text: string): void {
     // The schema caps a line; longer output is split, never dropped.
     for (let i = 0; i === 0 || i < text.length; i += MAX_TEXT) {
-      this.push({ type: 'log', n: ++this.lineNo, ts: Date.now(), stream, text: text.slice(i, i + MAX_TEXT) }, Math.min(text.length, MAX_TEXT) + 64);
+      this.push(
+        { type: 'log', n: ++this.lineNo, ts: Date.now(), stream, text: text.slice(i, i + MAX_TEXT) },
+        Math.min(text.length, MAX_TEXT) + 64,
+      );
     }
   }
 
@@ -105,7 +108,9 @@ export class Outbox {
           raw = await this.send(batch);
         } catch (err) {
           // No ack in time (disconnect, slow server): try again; the server drops a duplicate.
-          this.log(`batch ${batch.seq} of run ${this.runId} not acknowledged (${(err as Error).message}); resending`);
+          this.log(
+            `batch ${batch.seq} of run ${this.runId} not acknowledged (${(err as Error).message}); resending`,
+          );
           failures++;
           await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** failures)));
           continue;
@@ -127,7 +132,9 @@ export class Outbox {
           break;
         }
         if (!ack.data.ok && ack.data.ackedSeq < batch.seq - 1) {
-          this.log(`run ${this.runId}: server has batches up to ${ack.data.ackedSeq} only, but ${batch.seq - 1} were acknowledged before`);
+          this.log(
+            `run ${this.runId}: server has batches up to ${ack.data.ackedSeq} only, but ${batch.seq - 1} were acknowledged before`,
+          );
           await new Promise((r) => setTimeout(r, 500));
         }
       }

@@ -32,7 +32,11 @@ export interface RunHost {
 
 type Phase = 'preparing' | 'running' | 'finishing' | 'done';
 
-const result = (status: 'failed', failureCode: HarnessResultEvent['failureCode'], message: string): HarnessResultEvent => ({
+const result = (
+  status: 'failed',
+  failureCode: HarnessResultEvent['failureCode'],
+  message: string,
+): HarnessResultEvent => ({
   type: 'result',
   status,
   failureCode,
@@ -77,7 +81,14 @@ export class RunExecutor {
     private readonly gpus: string[],
   ) {
     this.runDir = path.join(host.config.workDir, 'runs', assign.runId);
-    this.outbox = new Outbox(assign.runId, host.sendBatch, host.connected, () => this.stop('lost', 'the server ended this run'), host.config.batchIntervalMs, host.log);
+    this.outbox = new Outbox(
+      assign.runId,
+      host.sendBatch,
+      host.connected,
+      () => this.stop('lost', 'the server ended this run'),
+      host.config.batchIntervalMs,
+      host.log,
+    );
     this.done = new Promise((r) => (this.resolveDone = r));
   }
 
@@ -109,7 +120,12 @@ export class RunExecutor {
       this.phase = 'finishing';
       this.flushPartial();
       this.outbox.cut();
-      await this.report(prepared === null && !this.stopReason ? result('failed', 'infra_error', 'The GPU agent could not prepare this run; retry once.') : null, exitCode);
+      await this.report(
+        prepared === null && !this.stopReason
+          ? result('failed', 'infra_error', 'The GPU agent could not prepare this run; retry once.')
+          : null,
+        exitCode,
+      );
     } catch (err) {
       this.host.log(`run ${this.runId}: ${(err as Error).stack ?? err}`);
     } finally {
@@ -118,7 +134,9 @@ export class RunExecutor {
       if (this.killTimer) clearTimeout(this.killTimer);
       this.outbox.close();
       for (const c of this.cleanup) await c().catch(() => undefined);
-      await fs.rm(this.runDir, { recursive: true, force: true }).catch((e: Error) => this.host.log(`could not wipe ${this.runDir}: ${e.message}`));
+      await fs
+        .rm(this.runDir, { recursive: true, force: true })
+        .catch((e: Error) => this.host.log(`could not wipe ${this.runDir}: ${e.message}`));
       this.resolveDone();
     }
   }
@@ -144,41 +162,59 @@ export class RunExecutor {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     const ms = Math.max(0, deadlineAt - Date.now());
     // Timers hold 32-bit milliseconds; a far deadline is re-armed on the way.
-    this.deadlineTimer = setTimeout(() => {
-      if (Date.now() >= deadlineAt) this.stop('deadline', "the run reached the organizer's whole-run time limit");
-      else this.setDeadline(deadlineAt);
-    }, Math.min(ms, 2 ** 31 - 1));
+    this.deadlineTimer = setTimeout(
+      () => {
+        if (Date.now() >= deadlineAt)
+          this.stop('deadline', "the run reached the organizer's whole-run time limit");
+        else this.setDeadline(deadlineAt);
+      },
+      Math.min(ms, 2 ** 31 - 1),
+    );
   }
 
   private note(text: string): void {
     this.outbox.line('agent', text);
   }
 
-  private async prepare(): Promise<{ workspace: string; privateDir: string; specPath: string; spec: HarnessSpec }> {
+  private async prepare(): Promise<{
+    workspace: string;
+    privateDir: string;
+    specPath: string;
+    spec: HarnessSpec;
+  }> {
     const { config } = this.host;
     await fs.rm(this.runDir, { recursive: true, force: true });
     const workspace = path.join(this.runDir, 'workspace');
     const privateDir = path.join(this.runDir, 'private');
     await fs.mkdir(workspace, { recursive: true, mode: 0o700 });
     await fs.mkdir(privateDir, { recursive: true, mode: 0o700 });
-    this.note(`preparing run ${this.runId} (${this.assign.benchmarkId}, ${this.assign.mode}) on slot ${this.assign.slot}`);
+    this.note(
+      `preparing run ${this.runId} (${this.assign.benchmarkId}, ${this.assign.mode}) on slot ${this.assign.slot}`,
+    );
 
     const url = new URL(this.assign.submission.url, config.apiUrl);
     const res = await fetch(url, { headers: { 'X-Agent-Token': config.token } });
     if (!res.ok) throw new Error(`download failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
     const bytes = Buffer.from(await res.arrayBuffer());
     const sha = createHash('sha256').update(bytes).digest('hex');
-    if (sha !== this.assign.submission.sha256) throw new Error(`the download's sha256 ${sha} is not the submission's ${this.assign.submission.sha256}`);
+    if (sha !== this.assign.submission.sha256)
+      throw new Error(
+        `the download's sha256 ${sha} is not the submission's ${this.assign.submission.sha256}`,
+      );
 
     if (this.assign.submission.kind === 'archive') {
       const verdict = await validateArchive(bytes);
       if (!verdict.ok || !verdict.files) {
-        const problems = verdict.verdicts.flatMap((v) => v.problems).slice(0, 5).join('; ');
+        const problems = verdict.verdicts
+          .flatMap((v) => v.problems)
+          .slice(0, 5)
+          .join('; ');
         throw new Error(`the archive fails the archive rules: ${problems}`);
       }
       for (const file of verdict.files) {
         const target = path.resolve(workspace, file.path);
-        if (!target.startsWith(workspace + path.sep)) throw new Error(`archive path escapes the workspace: ${file.path}`);
+        if (!target.startsWith(workspace + path.sep))
+          throw new Error(`archive path escapes the workspace: ${file.path}`);
         await fs.mkdir(path.dirname(target), { recursive: true });
         await fs.writeFile(target, file.content, { flag: 'wx' });
       }
@@ -190,7 +226,12 @@ export class RunExecutor {
     const spec = this.localSpec(this.assign.spec);
     const specPath = path.join(privateDir, 'spec.json');
     await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
-    return { workspace: realpathSync(workspace), privateDir: realpathSync(privateDir), specPath: path.join(realpathSync(privateDir), 'spec.json'), spec };
+    return {
+      workspace: realpathSync(workspace),
+      privateDir: realpathSync(privateDir),
+      specPath: path.join(realpathSync(privateDir), 'spec.json'),
+      spec,
+    };
   }
 
   /** The spec with this box's paths: the agent's model map, the checkout's baseline engine. */
@@ -198,7 +239,11 @@ export class RunExecutor {
     if (spec.kind !== 'decode') return spec;
     const { config } = this.host;
     const modelPath = config.models[spec.benchmark] ?? path.resolve(config.repoDir, spec.model.path);
-    return { ...spec, model: { ...spec.model, path: modelPath }, baselineEngine: path.resolve(config.repoDir, spec.baselineEngine) };
+    return {
+      ...spec,
+      model: { ...spec.model, path: modelPath },
+      baselineEngine: path.resolve(config.repoDir, spec.baselineEngine),
+    };
   }
 
   private python(spec: HarnessSpec): string {
@@ -206,7 +251,12 @@ export class RunExecutor {
     return pickPython(this.host.config.harness.python, needsTorch ? ['torch'] : []);
   }
 
-  private async runHarness(p: { workspace: string; privateDir: string; specPath: string; spec: HarnessSpec }): Promise<number | null> {
+  private async runHarness(p: {
+    workspace: string;
+    privateDir: string;
+    specPath: string;
+    spec: HarnessSpec;
+  }): Promise<number | null> {
     const { config } = this.host;
     const python = this.python(p.spec);
     // Unix socket paths are limited to 108 bytes and the work dir may be deep: the socket lives in a
@@ -224,9 +274,24 @@ export class RunExecutor {
       spec: p.specPath,
       eventsFd: String(EVENTS_FD),
     };
-    const harnessCmd = (config.harness.command ?? ['{python}', '-m', 'harness', 'run', '--benchmark', '{benchmark}', '--submission', '{submission}', '--mode', '{mode}', '--spec', '{spec}', '--events-fd', '{eventsFd}']).map((a) =>
-      a.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m),
-    );
+    const harnessCmd = (
+      config.harness.command ?? [
+        '{python}',
+        '-m',
+        'harness',
+        'run',
+        '--benchmark',
+        '{benchmark}',
+        '--submission',
+        '{submission}',
+        '--mode',
+        '{mode}',
+        '--spec',
+        '{spec}',
+        '--events-fd',
+        '{eventsFd}',
+      ]
+    ).map((a) => a.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m));
     const wrapperCopy = path.join(p.privateDir, 'events-wrapper.py');
     await fs.copyFile(WRAPPER, wrapperCopy);
     const command = [python, '-I', wrapperCopy, socketPath, String(EVENTS_FD), ...harnessCmd];
@@ -252,7 +317,18 @@ export class RunExecutor {
         readOnly: [socketDir],
         gpus: this.gpus,
         needed,
-        hide: ['/home', '/root', '/tmp', '/var/tmp', '/run', '/var/lib/postgresql', '/var/lib/redis', config.workDir, path.join(config.repoDir, '.data'), ...config.hidePaths],
+        hide: [
+          '/home',
+          '/root',
+          '/tmp',
+          '/var/tmp',
+          '/run',
+          '/var/lib/postgresql',
+          '/var/lib/redis',
+          config.workDir,
+          path.join(config.repoDir, '.data'),
+          ...config.hidePaths,
+        ],
         blank: [config.configFile, config.tokenFile].filter((f): f is string => Boolean(f)),
         env,
         command,
@@ -320,7 +396,11 @@ export class RunExecutor {
       return;
     }
     const event = parsed.data;
-    if (event.type === 'log') this.outbox.line('harness', event.level === 'info' ? event.message : `${event.level}: ${event.message}`);
+    if (event.type === 'log')
+      this.outbox.line(
+        'harness',
+        event.level === 'info' ? event.message : `${event.level}: ${event.message}`,
+      );
     else if (event.type === 'result') this.harnessResult = event;
     else this.outbox.event(event);
   }
@@ -342,7 +422,10 @@ export class RunExecutor {
   }
 
   /** The verdict, resent until the server acknowledges it (the host retries across reconnects). */
-  private async report(preparationFailure: HarnessResultEvent | null, exitCode: number | null): Promise<void> {
+  private async report(
+    preparationFailure: HarnessResultEvent | null,
+    exitCode: number | null,
+  ): Promise<void> {
     let verdict: HarnessResultEvent;
     let canceled = false;
     switch (this.stopReason) {
@@ -351,10 +434,18 @@ export class RunExecutor {
         verdict = result('failed', null, `Canceled: ${this.stopMessage}`);
         break;
       case 'deadline':
-        verdict = result('failed', 'timeout', "The run exceeded the organizer's whole-run time limit and was stopped.");
+        verdict = result(
+          'failed',
+          'timeout',
+          "The run exceeded the organizer's whole-run time limit and was stopped.",
+        );
         break;
       case 'shutdown':
-        verdict = result('failed', 'infra_error', 'The GPU agent was shut down during the run. This is not your engine\'s fault; retry once.');
+        verdict = result(
+          'failed',
+          'infra_error',
+          "The GPU agent was shut down during the run. This is not your engine's fault; retry once.",
+        );
         break;
       case 'lost':
         verdict = result('failed', 'infra_error', 'The run was ended by the server.');
@@ -363,10 +454,20 @@ export class RunExecutor {
         verdict =
           preparationFailure ??
           this.harnessResult ??
-          result('failed', 'harness_error', `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`);
+          result(
+            'failed',
+            'harness_error',
+            `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`,
+          );
     }
     if (this.stopReason === 'lost') return; // the server already has the final state
     await this.outbox.drained();
-    await this.host.finished({ runId: this.runId, lastSeq: this.outbox.lastSeq, result: verdict, canceled, exitCode });
+    await this.host.finished({
+      runId: this.runId,
+      lastSeq: this.outbox.lastSeq,
+      result: verdict,
+      canceled,
+      exitCode,
+    });
   }
 }

@@ -11,13 +11,37 @@ export interface SandboxProbe {
 
 /** Whether bubblewrap is installed and can create the namespaces a run needs, on this box, now. */
 export function probeSandbox(): SandboxProbe {
-  if (!existsSync(BWRAP)) return { ok: false, reason: `${BWRAP} is not installed (apt-get install bubblewrap)` };
-  const r = spawnSync(BWRAP, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--new-session', '--die-with-parent', '--cap-drop', 'ALL', 'true'], {
-    encoding: 'utf8',
-    timeout: 10_000,
-  });
+  if (!existsSync(BWRAP))
+    return { ok: false, reason: `${BWRAP} is not installed (apt-get install bubblewrap)` };
+  const r = spawnSync(
+    BWRAP,
+    [
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--unshare-net',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--new-session',
+      '--die-with-parent',
+      '--cap-drop',
+      'ALL',
+      'true',
+    ],
+    {
+      encoding: 'utf8',
+      timeout: 10_000,
+    },
+  );
   if (r.status === 0) return { ok: true, reason: 'bubblewrap can create network and pid namespaces' };
-  return { ok: false, reason: `bubblewrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}` };
+  return {
+    ok: false,
+    reason: `bubblewrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`,
+  };
 }
 
 export interface SandboxPlan {
@@ -75,12 +99,25 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     if (existsSync(node)) args.push('--dev-bind', node, node);
   }
   if (plan.gpus.length > 0) {
-    for (const node of ['/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools', '/dev/nvidia-modeset']) {
+    for (const node of [
+      '/dev/nvidiactl',
+      '/dev/nvidia-uvm',
+      '/dev/nvidia-uvm-tools',
+      '/dev/nvidia-modeset',
+    ]) {
       if (existsSync(node)) args.push('--dev-bind', node, node);
     }
   }
   args.push('--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'dryft-run');
-  args.push('--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--chdir', plan.workspace, '--clearenv');
+  args.push(
+    '--new-session',
+    '--die-with-parent',
+    '--cap-drop',
+    'ALL',
+    '--chdir',
+    plan.workspace,
+    '--clearenv',
+  );
   for (const [k, v] of Object.entries(plan.env)) args.push('--setenv', k, v);
   args.push('--', ...plan.command);
   return args;

@@ -9,7 +9,8 @@ function server() {
   let last = 0;
   return {
     stored,
-    lines: () => stored.flatMap((b) => b.entries.filter((e) => e.type === 'log').map((e) => (e as { n: number }).n)),
+    lines: () =>
+      stored.flatMap((b) => b.entries.filter((e) => e.type === 'log').map((e) => (e as { n: number }).n)),
     async receive(b: RunBatch) {
       if (b.seq <= last) return { ok: true, ackedSeq: last };
       if (b.seq > last + 1) return { ok: false, ackedSeq: last };
@@ -56,7 +57,13 @@ describe('Outbox', () => {
   it('splits over-long lines instead of dropping them and stops when the server says so', async () => {
     const s = server();
     let stopped = false;
-    const outbox = new Outbox('run-2', async (b) => ({ ...(await s.receive(b)), stop: true }), () => true, () => (stopped = true), 5);
+    const outbox = new Outbox(
+      'run-2',
+      async (b) => ({ ...(await s.receive(b)), stop: true }),
+      () => true,
+      () => (stopped = true),
+      5,
+    );
     outbox.line('out', 'x'.repeat(40_000));
     outbox.cut();
     await outbox.drained();
@@ -79,10 +86,21 @@ describe('bwrapArgs', () => {
       command: ['python3', '-m', 'harness'],
     });
     const s = args.join(' ');
-    for (const flag of ['--unshare-net', '--unshare-pid', '--new-session', '--die-with-parent', '--cap-drop ALL', '--clearenv', '--ro-bind / /']) expect(s).toContain(flag);
+    for (const flag of [
+      '--unshare-net',
+      '--unshare-pid',
+      '--new-session',
+      '--die-with-parent',
+      '--cap-drop ALL',
+      '--clearenv',
+      '--ro-bind / /',
+    ])
+      expect(s).toContain(flag);
     expect(s).toContain('--bind /tmp/w /tmp/w');
     expect(s).toContain('--ro-bind /tmp/p /tmp/p');
-    expect(args.filter((a) => a.startsWith('/dev/nvidia') && /\d$/.test(a)).every((a) => a === '/dev/nvidia3')).toBe(true);
+    expect(
+      args.filter((a) => a.startsWith('/dev/nvidia') && /\d$/.test(a)).every((a) => a === '/dev/nvidia3'),
+    ).toBe(true);
     expect(args.slice(-4)).toEqual(['--', 'python3', '-m', 'harness']);
   });
 });

@@ -1,4 +1,15 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import type { AgentView, CreatedAgentView } from '@dryft/libs';
 import type { Response } from 'express';
 import { z } from 'zod';
@@ -34,14 +45,20 @@ export class AgentsController {
   /** The only response that ever contains the agent's token. */
   @UseGuards(AdminGuard)
   @Post('api/admin/agents')
-  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateAgentDto): Promise<z.infer<typeof CreatedAgentView>> {
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: CreateAgentDto,
+  ): Promise<z.infer<typeof CreatedAgentView>> {
     return this.agents.create(principal, body.name);
   }
 
   @UseGuards(AdminGuard)
   @Post('api/admin/agents/:id/drain')
   @HttpCode(200)
-  async drain(@Param('id', new UuidParam('agent')) id: string, @Body() body: DrainAgentDto): Promise<AgentView> {
+  async drain(
+    @Param('id', new UuidParam('agent')) id: string,
+    @Body() body: DrainAgentDto,
+  ): Promise<AgentView> {
     const view = await this.agents.setDraining(id, body.draining);
     this.gateway.drain(id, body.draining);
     return view;
@@ -62,10 +79,18 @@ export class AgentsController {
    */
   @Public()
   @Get('api/agent/downloads/:token')
-  async download(@Param('token') token: string, @Headers(AGENT_TOKEN_HEADER) agentToken: string | undefined, @Res() res: Response): Promise<void> {
+  async download(
+    @Param('token') token: string,
+    @Headers(AGENT_TOKEN_HEADER) agentToken: string | undefined,
+    @Res() res: Response,
+  ): Promise<void> {
     const agent = await this.agents.authenticate(agentToken);
     const found = await this.repo.consumeDownloadToken(hashToken(token), agent.id);
-    if (!found) throw gone('download_used_or_unknown', 'This download link was already used, or belongs to another agent or a finished run.');
+    if (!found)
+      throw gone(
+        'download_used_or_unknown',
+        'This download link was already used, or belongs to another agent or a finished run.',
+      );
     const bytes = await this.artifacts.read(found.submission.sha256);
     res.setHeader('Content-Type', 'application/octet-stream');
     res.setHeader('Content-Length', String(bytes.length));

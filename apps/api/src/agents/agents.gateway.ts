@@ -94,7 +94,11 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
   async revoke(agentId: string, runIds: string[]): Promise<void> {
     this.nsp.in(agentRoom(agentId)).disconnectSockets(true);
     for (const runId of runIds) {
-      await this.lifecycle.failInfra(runId, agentId, 'The GPU agent running this was revoked by an organizer. This is not your engine\'s fault; retry once.');
+      await this.lifecycle.failInfra(
+        runId,
+        agentId,
+        "The GPU agent running this was revoked by an organizer. This is not your engine's fault; retry once.",
+      );
     }
   }
 
@@ -112,9 +116,15 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
       await this.lifecycle.markStarted(p.runId, agentId);
       return { ok: true };
     });
-    this.on(socket, 'run.batch', (p) => this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>);
+    this.on(
+      socket,
+      'run.batch',
+      (p) => this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>,
+    );
     this.on(socket, 'run.finished', async (p) => {
-      const ack = (await this.serial(p.runId, () => this.lifecycle.finish(p.runId, agentId, p))) as RunFinishedAck;
+      const ack = (await this.serial(p.runId, () =>
+        this.lifecycle.finish(p.runId, agentId, p),
+      )) as RunFinishedAck;
       return ack;
     });
     this.on(socket, 'run.handback', async (p) => {
@@ -134,12 +144,17 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     });
     socket.on('disconnect', (reason) => {
       this.logger.log(`agent ${name} disconnected (${reason})`);
-      if (this.connections.remove(agentId, socket.id)) void this.agents.markDisconnected(agentId).catch(() => undefined);
+      if (this.connections.remove(agentId, socket.id))
+        void this.agents.markDisconnected(agentId).catch(() => undefined);
     });
   }
 
   /** Parses the payload with the protocol's schema, runs the handler, and always answers the ack. */
-  private on<E extends AgentEvent>(socket: Socket, event: E, handler: (payload: Payload<E>) => Promise<unknown>): void {
+  private on<E extends AgentEvent>(
+    socket: Socket,
+    event: E,
+    handler: (payload: Payload<E>) => Promise<unknown>,
+  ): void {
     const schema = AgentToServer[event];
     socket.on(event as string, (raw: unknown, ack?: unknown) => {
       const reply: Ack = typeof ack === 'function' ? (ack as Ack) : () => undefined;
@@ -154,7 +169,9 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
         return;
       }
       handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
-        this.logger.error(`agent ${socket.data.agentName as string}: ${event} failed: ${(err as Error).stack ?? err}`);
+        this.logger.error(
+          `agent ${socket.data.agentName as string}: ${event} failed: ${(err as Error).stack ?? err}`,
+        );
         reply({ ok: false, error: 'The server could not process this; resend later.' });
       });
     });
@@ -183,17 +200,27 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const reported = await this.repo.runsByIds(p.activeRuns.map((r) => r.runId));
     const runs = p.activeRuns.map((r) => {
       const row = reported.find((x) => x.id === r.runId);
-      const keep = Boolean(row && row.agentId === agentId && (row.status === 'assigned' || row.status === 'running'));
+      const keep = Boolean(
+        row && row.agentId === agentId && (row.status === 'assigned' || row.status === 'running'),
+      );
       return { runId: r.runId, ackedSeq: row?.lastBatchSeq ?? 0, keep };
     });
     const kept = runs.filter((r) => r.keep).map((r) => r.runId);
     const now = this.clock.now();
-    await this.lifecycle.renewLeases(agentId, kept, new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000));
+    await this.lifecycle.renewLeases(
+      agentId,
+      kept,
+      new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
+    );
     // Runs the server gave this agent that it no longer holds (it restarted): started ones fail, never-started ones go back.
     for (const lost of await this.repo.activeRunsByAgent([agentId])) {
       if (kept.includes(lost.id)) continue;
       if (!(await this.repo.requeue(lost.id, agentId))) {
-        await this.lifecycle.failForLostLease(lost.id, agentId, 'the agent restarted and no longer holds the run');
+        await this.lifecycle.failForLostLease(
+          lost.id,
+          agentId,
+          'the agent restarted and no longer holds the run',
+        );
       }
     }
     await this.agents.markReady(agentId, p.capabilities, slots);
@@ -222,7 +249,11 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private async heartbeat(agentId: string, p: Payload<'agent.heartbeat'>): Promise<AgentHeartbeatAck> {
     const now = this.clock.now();
     await this.agents.markHeartbeat(agentId);
-    await this.lifecycle.renewLeases(agentId, p.activeRuns, new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000));
+    await this.lifecycle.renewLeases(
+      agentId,
+      p.activeRuns,
+      new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
+    );
     const rows = await this.repo.runsByIds(p.activeRuns);
     const stop = p.activeRuns.filter((id) => {
       const row = rows.find((r) => r.id === id);

@@ -13,7 +13,15 @@ import { RunSweeper } from './run-sweeper.service';
 @Module({
   imports: [RunsModule, SocketModule],
   controllers: [AgentsController],
-  providers: [AgentsService, AgentsRepository, AgentConnections, AgentEvents, AgentsGateway, Dispatcher, RunSweeper],
+  providers: [
+    AgentsService,
+    AgentsRepository,
+    AgentConnections,
+    AgentEvents,
+    AgentsGateway,
+    Dispatcher,
+    RunSweeper,
+  ],
   exports: [AgentsService, AgentEvents],
 })
 export class AgentsModule {}

@@ -71,21 +71,50 @@ export class AgentsRepository extends TransactionalRepository {
 
   /** Runs each agent holds now (assigned or running), for views and slot accounting. */
   async activeRunsByAgent(agentIds?: string[]): Promise<ActiveRunRow[]> {
-    const rows: { id: string; agent_id: string; slot: number | null; mode: 'public' | 'official'; status: string; last_batch_seq: number }[] =
-      await this.manager.query(
-        `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs
+    const rows: {
+      id: string;
+      agent_id: string;
+      slot: number | null;
+      mode: 'public' | 'official';
+      status: string;
+      last_batch_seq: number;
+    }[] = await this.manager.query(
+      `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs
           WHERE status IN ('assigned', 'running') AND agent_id IS NOT NULL ${agentIds ? 'AND agent_id = ANY($1)' : ''}
           ORDER BY assigned_at`,
-        agentIds ? [agentIds] : [],
-      );
-    return rows.map((r) => ({ id: r.id, agentId: r.agent_id, slot: r.slot, mode: r.mode, status: r.status, lastBatchSeq: r.last_batch_seq }));
+      agentIds ? [agentIds] : [],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      agentId: r.agent_id,
+      slot: r.slot,
+      mode: r.mode,
+      status: r.status,
+      lastBatchSeq: r.last_batch_seq,
+    }));
   }
 
   async runsByIds(ids: string[]): Promise<ActiveRunRow[]> {
     if (ids.length === 0) return [];
-    const rows: { id: string; agent_id: string | null; slot: number | null; mode: 'public' | 'official'; status: string; last_batch_seq: number }[] =
-      await this.manager.query(`SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs WHERE id = ANY($1)`, [ids]);
-    return rows.map((r) => ({ id: r.id, agentId: r.agent_id, slot: r.slot, mode: r.mode, status: r.status, lastBatchSeq: r.last_batch_seq }));
+    const rows: {
+      id: string;
+      agent_id: string | null;
+      slot: number | null;
+      mode: 'public' | 'official';
+      status: string;
+      last_batch_seq: number;
+    }[] = await this.manager.query(
+      `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs WHERE id = ANY($1)`,
+      [ids],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      agentId: r.agent_id,
+      slot: r.slot,
+      mode: r.mode,
+      status: r.status,
+      lastBatchSeq: r.last_batch_seq,
+    }));
   }
 
   /**
@@ -110,7 +139,16 @@ export class AgentsRepository extends TransactionalRepository {
               download_token_hash = $8
          FROM candidate WHERE runs.id = candidate.id AND runs.status = 'queued'
        RETURNING runs.id`,
-      [req.benchmarkIds, modes, req.agentId, req.agentName, req.slot, req.now, req.leaseUntil, req.downloadTokenHash],
+      [
+        req.benchmarkIds,
+        modes,
+        req.agentId,
+        req.agentName,
+        req.slot,
+        req.now,
+        req.leaseUntil,
+        req.downloadTokenHash,
+      ],
     );
     const rows = returned<{ id: string }>(raw);
     if (rows.length === 0) return null;
@@ -130,7 +168,10 @@ export class AgentsRepository extends TransactionalRepository {
   }
 
   /** Consumes a one-time download token: the first request for it wins, any later one finds nothing. */
-  async consumeDownloadToken(hash: string, agentId: string): Promise<{ run: RunEntity; submission: SubmissionEntity } | null> {
+  async consumeDownloadToken(
+    hash: string,
+    agentId: string,
+  ): Promise<{ run: RunEntity; submission: SubmissionEntity } | null> {
     const raw = await this.manager.query(
       `UPDATE runs SET download_token_hash = NULL
         WHERE download_token_hash = $1 AND agent_id = $2 AND status IN ('assigned', 'running')
@@ -148,7 +189,11 @@ export class AgentsRepository extends TransactionalRepository {
     return this.manager.findOneBy(SubmissionEntity, { id });
   }
 
-  async findBaseline(benchmarkId: string, hardware: string, rulesVersion: number): Promise<BaselineFigures | null> {
+  async findBaseline(
+    benchmarkId: string,
+    hardware: string,
+    rulesVersion: number,
+  ): Promise<BaselineFigures | null> {
     const rows: { figures: BaselineFigures }[] = await this.manager.query(
       'SELECT figures FROM baselines WHERE benchmark_id = $1 AND hardware = $2 AND rules_version = $3',
       [benchmarkId, hardware, rulesVersion],
@@ -175,13 +220,18 @@ export class AgentsRepository extends TransactionalRepository {
   }
 
   async unavailableAgentIds(ids: string[]): Promise<string[]> {
-    const rows: { id: string }[] = await this.manager.query(`SELECT id FROM agents WHERE id = ANY($1) AND (draining OR revoked_at IS NOT NULL)`, [ids]);
+    const rows: { id: string }[] = await this.manager.query(
+      `SELECT id FROM agents WHERE id = ANY($1) AND (draining OR revoked_at IS NOT NULL)`,
+      [ids],
+    );
     return rows.map((r) => r.id);
   }
 
   /** Whether any run waits that some agent could take (cheap check before a dispatch pass). */
   async queuedBenchmarks(): Promise<string[]> {
-    const rows: { benchmark_id: string }[] = await this.manager.query(`SELECT DISTINCT benchmark_id FROM runs WHERE status = 'queued'`);
+    const rows: { benchmark_id: string }[] = await this.manager.query(
+      `SELECT DISTINCT benchmark_id FROM runs WHERE status = 'queued'`,
+    );
     return rows.map((r) => r.benchmark_id);
   }
 }

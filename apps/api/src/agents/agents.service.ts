@@ -34,15 +34,25 @@ export class AgentsService implements OnApplicationBootstrap {
     const file = this.config.LOCAL_AGENT_TOKEN_FILE;
     if (!file) return;
     if (this.config.isProduction) {
-      this.logger.warn('LOCAL_AGENT_TOKEN_FILE is ignored in production: create agents with POST /api/admin/agents.');
+      this.logger.warn(
+        'LOCAL_AGENT_TOKEN_FILE is ignored in production: create agents with POST /api/admin/agents.',
+      );
       return;
     }
     const token = generateToken('agent');
     const existing = await this.agents.findActiveByName(LOCAL_AGENT_NAME);
     if (existing) {
-      await this.agents.update(existing.id, { tokenHash: hashToken(token), tokenPrefix: tokenDisplayPrefix(token) });
+      await this.agents.update(existing.id, {
+        tokenHash: hashToken(token),
+        tokenPrefix: tokenDisplayPrefix(token),
+      });
     } else {
-      await this.agents.insert({ name: LOCAL_AGENT_NAME, tokenHash: hashToken(token), tokenPrefix: tokenDisplayPrefix(token), createdBy: null });
+      await this.agents.insert({
+        name: LOCAL_AGENT_NAME,
+        tokenHash: hashToken(token),
+        tokenPrefix: tokenDisplayPrefix(token),
+        createdBy: null,
+      });
     }
     const target = path.resolve(this.config.rootDir, file);
     await fs.mkdir(path.dirname(target), { recursive: true });
@@ -55,7 +65,12 @@ export class AgentsService implements OnApplicationBootstrap {
 
   async create(principal: Principal, name: string): Promise<AgentView & { token: string }> {
     const token = generateToken('agent');
-    const agent = await this.agents.insert({ name, tokenHash: hashToken(token), tokenPrefix: tokenDisplayPrefix(token), createdBy: principal.user.id });
+    const agent = await this.agents.insert({
+      name,
+      tokenHash: hashToken(token),
+      tokenPrefix: tokenDisplayPrefix(token),
+      createdBy: principal.user.id,
+    });
     this.events.changed();
     return { ...(await this.view(agent)), token };
   }
@@ -63,12 +78,18 @@ export class AgentsService implements OnApplicationBootstrap {
   async list(): Promise<AgentView[]> {
     const agents = await this.agents.list();
     const active = await this.agents.activeRunsByAgent();
-    return agents.map((a) => this.toView(a, active.filter((r) => r.agentId === a.id).map((r) => r.id)));
+    return agents.map((a) =>
+      this.toView(
+        a,
+        active.filter((r) => r.agentId === a.id).map((r) => r.id),
+      ),
+    );
   }
 
   async get(id: string): Promise<AgentEntity> {
     const agent = await this.agents.findById(id);
-    if (!agent) throw notFound('agent_not_found', `No agent with id "${id}"; list them with GET /api/admin/agents.`);
+    if (!agent)
+      throw notFound('agent_not_found', `No agent with id "${id}"; list them with GET /api/admin/agents.`);
     return agent;
   }
 
@@ -97,17 +118,33 @@ export class AgentsService implements OnApplicationBootstrap {
   /** The socket handshake and the download route: a live, unrevoked `dryft_agent_…` token. */
   async authenticate(token: unknown): Promise<AgentEntity> {
     if (typeof token !== 'string' || token.length === 0) {
-      throw unauthorized('agent_token_required', 'Connect with auth: { token: "dryft_agent_…" } (an organizer creates agents).');
+      throw unauthorized(
+        'agent_token_required',
+        'Connect with auth: { token: "dryft_agent_…" } (an organizer creates agents).',
+      );
     }
     const format = checkTokenFormat(token, 'agent');
-    if (!format.ok) throw unauthorized(format.reason === 'bad_checksum' ? 'token_bad_checksum' : 'token_malformed', format.message);
+    if (!format.ok)
+      throw unauthorized(
+        format.reason === 'bad_checksum' ? 'token_bad_checksum' : 'token_malformed',
+        format.message,
+      );
     const agent = await this.agents.findByTokenHash(hashToken(token));
-    if (!agent) throw unauthorized('agent_token_invalid', 'This agent token is not known to this hub; ask an organizer for one.');
-    if (agent.revokedAt) throw unauthorized('agent_revoked', 'This agent was revoked by an organizer; ask for a new token.');
+    if (!agent)
+      throw unauthorized(
+        'agent_token_invalid',
+        'This agent token is not known to this hub; ask an organizer for one.',
+      );
+    if (agent.revokedAt)
+      throw unauthorized('agent_revoked', 'This agent was revoked by an organizer; ask for a new token.');
     return agent;
   }
 
-  async markReady(id: string, capabilities: AgentCapabilities, slots: { index: number; gpus: string[] }[]): Promise<void> {
+  async markReady(
+    id: string,
+    capabilities: AgentCapabilities,
+    slots: { index: number; gpus: string[] }[],
+  ): Promise<void> {
     await this.agents.update(id, { capabilities, slots, connected: true, lastHeartbeatAt: this.clock.now() });
     this.events.changed();
   }
@@ -130,8 +167,16 @@ export class AgentsService implements OnApplicationBootstrap {
   }
 
   private toView(a: AgentEntity, currentRuns: string[]): AgentView {
-    const fresh = a.lastHeartbeatAt !== null && this.clock.now().getTime() - a.lastHeartbeatAt.getTime() <= this.config.AGENT_LEASE_SECONDS * 1000;
-    const status: AgentView['status'] = a.revokedAt ? 'revoked' : !(a.connected && fresh) ? 'offline' : a.draining ? 'draining' : 'online';
+    const fresh =
+      a.lastHeartbeatAt !== null &&
+      this.clock.now().getTime() - a.lastHeartbeatAt.getTime() <= this.config.AGENT_LEASE_SECONDS * 1000;
+    const status: AgentView['status'] = a.revokedAt
+      ? 'revoked'
+      : !(a.connected && fresh)
+        ? 'offline'
+        : a.draining
+          ? 'draining'
+          : 'online';
     return {
       id: a.id,
       name: a.name,

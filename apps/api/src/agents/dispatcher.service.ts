@@ -23,7 +23,9 @@ const FALLBACK_PASS_MS = 5_000;
 export function agentFits(def: BenchmarkDefinition, caps: AgentCapabilities): boolean {
   if (caps.benchmarks.length > 0 && !caps.benchmarks.includes(def.id)) return false;
   if (def.hardware.accelerator === 'cpu') return caps.accelerator === 'cpu';
-  return caps.accelerator === 'gpu' && caps.gpuModel !== null && def.hardware.gpuModels.includes(caps.gpuModel);
+  return (
+    caps.accelerator === 'gpu' && caps.gpuModel !== null && def.hardware.gpuModels.includes(caps.gpuModel)
+  );
 }
 
 /** The GPUs a slot owns; CPU slots share the machine, which counts as one resource. */
@@ -45,7 +47,10 @@ export function slotModes(
     const other = slots.find((s) => s.index === r.slot);
     return other ? resources(other).some((x) => mine.has(x)) : false;
   });
-  return { allowPublic: !overlapping.some((r) => r.mode === 'official'), allowOfficial: overlapping.length === 0 };
+  return {
+    allowPublic: !overlapping.some((r) => r.mode === 'official'),
+    allowOfficial: overlapping.length === 0,
+  };
 }
 
 /**

@@ -50,12 +50,17 @@ export class RunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
       const now = this.clock.now();
       const judgeLeases = Date.now() - this.bootedAt >= this.config.AGENT_LEASE_SECONDS * 1000 + 6_000;
       for (const { id, agentId } of judgeLeases ? await this.repo.expiredLeases(now) : []) {
-        const failed = await this.lifecycle.failForLostLease(id, agentId, `no heartbeat for ${this.config.AGENT_LEASE_SECONDS} s`);
+        const failed = await this.lifecycle.failForLostLease(
+          id,
+          agentId,
+          `no heartbeat for ${this.config.AGENT_LEASE_SECONDS} s`,
+        );
         if (failed) this.logger.warn(`run ${id} failed: agent ${agentId} missed its lease`);
       }
       const cutoff = new Date(now.getTime() - this.config.DEADLINE_GRACE_SECONDS * 1000);
       for (const id of await this.repo.overdue(cutoff)) {
-        if (await this.lifecycle.failForDeadline(id)) this.logger.warn(`run ${id} stopped at its whole-run deadline`);
+        if (await this.lifecycle.failForDeadline(id))
+          this.logger.warn(`run ${id} stopped at its whole-run deadline`);
       }
     } catch (err) {
       this.logger.error(`sweep failed: ${(err as Error).stack ?? err}`);

@@ -81,7 +81,12 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.nsp.use((socket, next) => {
       const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
       const cookie = parseCookies(socket.handshake.headers.cookie)[SESSION_COOKIE];
-      const creds = typeof token === 'string' && token ? { authorization: `Bearer ${token}` } : cookie ? { sessionCookie: cookie } : {};
+      const creds =
+        typeof token === 'string' && token
+          ? { authorization: `Bearer ${token}` }
+          : cookie
+            ? { sessionCookie: cookie }
+            : {};
       this.auth
         .authenticate(creds)
         .then((principal) => {
@@ -98,7 +103,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     });
     this.nsp.on('connection', (socket) => this.onConnection(socket));
     this.nsp.on(REMOTE_LINES, (payload: { runId: string; lines: LogLine[] }) => {
-      if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines)) void this.channels.deliver(payload.runId, payload.lines);
+      if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines))
+        void this.channels.deliver(payload.runId, payload.lines);
     });
 
     const toRun = (runId: string, event: string, payload: unknown): void => {
@@ -135,7 +141,9 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.boardTimers.delete(benchmarkId);
       this.boards
         .get(benchmarkId)
-        .then((leaderboard) => this.nsp.to(`leaderboard:${benchmarkId}`).emit('leaderboard.update', { leaderboard }))
+        .then((leaderboard) =>
+          this.nsp.to(`leaderboard:${benchmarkId}`).emit('leaderboard.update', { leaderboard }),
+        )
         .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
     }, LEADERBOARD_COALESCE_MS);
     this.boardTimers.set(benchmarkId, timer);
@@ -154,18 +162,30 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   private onConnection(socket: Socket): void {
     const principal = (socket.data.principal ?? null) as Principal | null;
-    const needSignIn = () => refusal('sign_in_required', 'Sign in, or connect with auth: { token: "dryft_pat_…" }, to follow runs and teams.');
+    const needSignIn = () =>
+      refusal(
+        'sign_in_required',
+        'Sign in, or connect with auth: { token: "dryft_pat_…" }, to follow runs and teams.',
+      );
 
     this.on(socket, 'run.join', async ({ runId, afterSeq }) => {
       if (!principal) return needSignIn();
       const run = await this.runsRepo.findById(runId).catch(() => null);
       if (!run || !(await this.isMember(principal, run.teamId))) {
-        return refusal('run_not_found', `No run ${runId} in your team; runs and their logs are visible to their team only.`);
+        return refusal(
+          'run_not_found',
+          `No run ${runId} in your team; runs and their logs are visible to their team only.`,
+        );
       }
       await socket.join(`run:${runId}`);
       const view = await this.runs.view(run);
       // The ack leaves first; the replay follows on the same socket, so it arrives after it.
-      setImmediate(() => void this.channels.join(socket, runId, afterSeq).catch((err: unknown) => this.logger.error(`replay ${runId}: ${(err as Error).stack}`)));
+      setImmediate(
+        () =>
+          void this.channels
+            .join(socket, runId, afterSeq)
+            .catch((err: unknown) => this.logger.error(`replay ${runId}: ${(err as Error).stack}`)),
+      );
       return { ok: true, run: view };
     });
     this.on(socket, 'run.leave', async ({ runId }) => {
@@ -174,7 +194,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       return { ok: true };
     });
     this.on(socket, 'leaderboard.join', async ({ benchmarkId }) => {
-      if (!this.registry.get(benchmarkId)) return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
+      if (!this.registry.get(benchmarkId))
+        return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
       await socket.join(`leaderboard:${benchmarkId}`);
       return { ok: true, leaderboard: await this.boards.get(benchmarkId) };
     });
@@ -184,12 +205,14 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     });
     this.on(socket, 'team.join', async ({ teamId }) => {
       if (!principal) return needSignIn();
-      if (!(await this.isMember(principal, teamId))) return refusal('team_not_found', 'You are not a member of this team.');
+      if (!(await this.isMember(principal, teamId)))
+        return refusal('team_not_found', 'You are not a member of this team.');
       await socket.join(`team:${teamId}`);
       return { ok: true };
     });
     this.on(socket, 'agents.join', async () => {
-      if (!principal?.isAdmin) return refusal('organizers_only', 'Only organizers (ADMIN_LOGINS) can watch the agents.');
+      if (!principal?.isAdmin)
+        return refusal('organizers_only', 'Only organizers (ADMIN_LOGINS) can watch the agents.');
       await socket.join('agents');
       const agents = await this.agents.list();
       setImmediate(() => socket.emit('agents.update', { agents }));
@@ -199,7 +222,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (event in LiveClientToServer) return;
       this.logger.warn(`live client sent unknown event "${event}"; ignored`);
       const ack = args[args.length - 1];
-      if (typeof ack === 'function') (ack as (r: JoinAck) => void)(refusal('unknown_event', `Unknown event "${event}".`));
+      if (typeof ack === 'function')
+        (ack as (r: JoinAck) => void)(refusal('unknown_event', `Unknown event "${event}".`));
     });
     socket.on('disconnect', () => this.channels.forget(socket));
   }
@@ -210,13 +234,19 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     return this.teams.isMember(teamId, principal.user.id).catch(() => false);
   }
 
-  private on<E extends LiveEvent>(socket: Socket, event: E, handler: (payload: Payload<E>) => Promise<JoinAck>): void {
+  private on<E extends LiveEvent>(
+    socket: Socket,
+    event: E,
+    handler: (payload: Payload<E>) => Promise<JoinAck>,
+  ): void {
     const schema = LiveClientToServer[event];
     socket.on(event as string, (raw: unknown, ack?: unknown) => {
       const reply = typeof ack === 'function' ? (ack as (r: JoinAck) => void) : () => undefined;
       const parsed = schema.safeParse(raw ?? {});
       if (!parsed.success) {
-        const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
+        const message = parsed.error.issues
+          .map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`)
+          .join('; ');
         this.logger.warn(`live client: malformed ${event}: ${message}`);
         reply(refusal('invalid_request', message));
         return;
