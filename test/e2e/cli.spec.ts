@@ -170,7 +170,15 @@ describe('validate, package, submit', () => {
 describe('runs without waiting: run, runs, logs, result, rank, cancel', () => {
   let submissionId: string;
   beforeAll(async () => {
-    submissionId = (await runCli(['submit', ENGINE, '--benchmark', 'toy-decode'], env)).stdout.trim();
+    // The toy starter finishes in about 2 s, faster than a cancel can land; this copy spends 8 s in
+    // its (untimed) load, so a cancel always finds the run in progress.
+    const slow = mkdtempSync(path.join(tmpdir(), 'dryft-slow-engine-'));
+    const source = readFileSync(path.join(ENGINE, 'engine.py'), 'utf8');
+    writeFileSync(
+      path.join(slow, 'engine.py'),
+      `${source}\n\nimport time as _time\n_Starter = Engine\n\n\nclass Engine(_Starter):\n    def __init__(self, model_path):\n        _time.sleep(8)\n        super().__init__(model_path)\n`,
+    );
+    submissionId = (await runCli(['submit', slow, '--benchmark', 'toy-decode'], env)).stdout.trim();
   });
 
   it('an official run needs --yes without a terminal; with it, one run starts', async () => {
