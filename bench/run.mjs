@@ -560,7 +560,8 @@ async function main() {
   ].join('\n');
   console.log(`\n${table}\n`);
   const md = `# Bench results\n\nMachine: ${machine}. Loopback only; one API process (no Redis), Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
-  writeFileSync(path.join(root, 'bench', 'RESULTS.latest.md'), md);
+  mkdirSync(path.join(root, '.data'), { recursive: true });
+  writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
   await pgc.end();
   ctl.close();
   return db;
