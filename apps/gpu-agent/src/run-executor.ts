@@ -288,6 +288,7 @@ export class RunExecutor {
         '{mode}',
         '--spec',
         '{spec}',
+        '--consume-spec',
         '--events-fd',
         '{eventsFd}',
       ]

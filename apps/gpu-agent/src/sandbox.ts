@@ -47,7 +47,7 @@ export function probeSandbox(): SandboxProbe {
 export interface SandboxPlan {
   /** The run's writable workspace (the unpacked submission); the only writable host path. */
   workspace: string;
-  /** Read-only: the spec and the events socket. */
+  /** The spec (deleted by the harness once read) and the wrapper: outside the workspace. */
   privateDir: string;
   /** More read-only folders (the events socket's). */
   readOnly: string[];
@@ -92,7 +92,9 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     args.push('--tmpfs', dir);
   }
   for (const f of plan.blank) if (existsSync(f)) args.push('--ro-bind', '/dev/null', real(f));
-  args.push('--bind', plan.workspace, plan.workspace, '--ro-bind', plan.privateDir, plan.privateDir);
+  // The private folder is writable only so the harness can delete the spec once read (--consume-spec):
+  // the hidden workloads are gone before any submission code runs.
+  args.push('--bind', plan.workspace, plan.workspace, '--bind', plan.privateDir, plan.privateDir);
   for (const dir of plan.readOnly) args.push('--ro-bind', dir, dir);
   for (const id of plan.gpus) {
     const node = `/dev/nvidia${id}`;

@@ -97,7 +97,7 @@ describe('bwrapArgs', () => {
     ])
       expect(s).toContain(flag);
     expect(s).toContain('--bind /tmp/w /tmp/w');
-    expect(s).toContain('--ro-bind /tmp/p /tmp/p');
+    expect(s).toContain('--bind /tmp/p /tmp/p');
     expect(
       args.filter((a) => a.startsWith('/dev/nvidia') && /\d$/.test(a)).every((a) => a === '/dev/nvidia3'),
     ).toBe(true);
