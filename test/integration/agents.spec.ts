@@ -219,3 +219,38 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     await until('requeued', async () => (await alice.run(refusedRun.id)).status === 'queued', 5_000);
   });
 });
+
+describe('fair queueing on a one-slot agent', () => {
+  let hub: TestHub;
+  afterAll(async () => hub?.close());
+
+  it("alternates teams: one team's burst does not starve another team's single run", async () => {
+    hub = await startTestHub({ env: { ADMIN_LOGINS: 'fair-org', AGENT_LEASE_SECONDS: '30' } });
+    const org = await HttpUser.signIn(hub.baseUrl, 'fair-org');
+    const burst = await HttpUser.signIn(hub.baseUrl, 'fair-burst');
+    await burst.createTeam();
+    const single = await HttpUser.signIn(hub.baseUrl, 'fair-single');
+    await single.createTeam();
+    const sb = await burst.upload(await toyStarter());
+    const ss = await single.upload(await toyStarter());
+    const b = [];
+    for (let i = 0; i < 4; i++) b.push(await burst.startRun(sb));
+    const s1 = await single.startRun(ss); // queued after the whole burst
+    const { token } = await org.createAgent('one-slot');
+    const box = new ScriptedAgent(hub.baseUrl, token);
+    try {
+      expect((await box.ready(1)).ok).toBe(true);
+      const order: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        await until(`assignment ${i + 1}`, () => box.assigned.length > i || null, 5_000);
+        const runId = box.assigned[i].runId;
+        order.push(runId);
+        await box.finish(runId, 0);
+      }
+      // The oldest run first, then the team not yet served, then the burst again.
+      expect(order).toEqual([b[0].id, s1.id, b[1].id]);
+    } finally {
+      box.socket.close();
+    }
+  });
+});

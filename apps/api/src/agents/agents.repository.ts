@@ -121,7 +121,8 @@ export class AgentsRepository extends TransactionalRepository {
    * Claims the next eligible queued run for one slot, in one statement. `FOR UPDATE SKIP LOCKED` is
    * the arbiter between dispatchers (replicas, concurrent triggers): a row another transaction is
    * claiming is skipped, never claimed twice. Fairness: the team with the fewest runs in progress
-   * goes first, then the oldest run. The deadline counts from assignment, with the limit in force.
+   * goes first, then the team served least recently (so a burst from one team alternates with
+   * everyone else's runs instead of starving them on a one-slot agent), then the oldest run. The deadline counts from assignment, with the limit in force.
    */
   async claimNext(req: ClaimRequest): Promise<RunEntity | null> {
     if (req.benchmarkIds.length === 0 || (!req.allowOfficial && !req.allowPublic)) return null;
@@ -130,7 +131,9 @@ export class AgentsRepository extends TransactionalRepository {
       `WITH candidate AS (
          SELECT r.id FROM runs r
           WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)
-          ORDER BY (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')), r.created_at, r.id
+          ORDER BY (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')),
+                   (SELECT max(s.assigned_at) FROM runs s WHERE s.team_id = r.team_id) ASC NULLS FIRST,
+                   r.created_at, r.id
           LIMIT 1
           FOR UPDATE SKIP LOCKED
        )
