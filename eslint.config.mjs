@@ -4,7 +4,19 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/build/**', '**/.svelte-kit/**', '**/node_modules/**', '.data/**', 'harness/**', 'starters/**', 'apps/web/**', 'apps/cli/bin/**'] },
+  {
+    ignores: [
+      '**/dist/**',
+      '**/build/**',
+      '**/.svelte-kit/**',
+      '**/node_modules/**',
+      '.data/**',
+      'harness/**',
+      'starters/**',
+      'apps/web/**',
+      'apps/cli/bin/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -6,7 +6,16 @@ import { defineConfig } from 'vitest/config';
 // NestJS needs decorator metadata, which esbuild does not emit: swc compiles the TypeScript here.
 const root = path.dirname(fileURLToPath(import.meta.url));
 const shared = {
-  plugins: [swc.vite({ module: { type: 'es6' }, jsc: { target: 'es2022', parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true } } })],
+  plugins: [
+    swc.vite({
+      module: { type: 'es6' },
+      jsc: {
+        target: 'es2022',
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+      },
+    }),
+  ],
   resolve: {
     alias: [
       { find: /^@dryft\/libs\/node$/, replacement: path.join(root, 'libs/src/node.ts') },

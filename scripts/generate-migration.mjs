@@ -33,7 +33,8 @@ try {
   } else {
     const ts = Date.now();
     const cls = `${name}${ts}`;
-    const q = (list) => list.map((x) => `    await queryRunner.query(${JSON.stringify(x.query)});`).join('\n');
+    const q = (list) =>
+      list.map((x) => `    await queryRunner.query(${JSON.stringify(x.query)});`).join('\n');
     const file = `import { MigrationInterface, QueryRunner } from 'typeorm';
 
 export class ${cls} implements MigrationInterface {
@@ -52,9 +53,16 @@ ${q([...sql.downQueries].reverse())}
     writeFileSync(path.join(dir, `${ts}-${name}.ts`), file);
     const indexPath = path.join(dir, 'index.ts');
     let index = readFileSync(indexPath, 'utf8');
-    index = `import { ${cls} } from './${ts}-${name}';\n` + index.replace(/= \[(.*)\];/s, (_, inner) => `= [${inner.trim() ? inner.trim().replace(/,?$/, ', ') : ''}${cls}];`);
+    index =
+      `import { ${cls} } from './${ts}-${name}';\n` +
+      index.replace(
+        /= \[(.*)\];/s,
+        (_, inner) => `= [${inner.trim() ? inner.trim().replace(/,?$/, ', ') : ''}${cls}];`,
+      );
     writeFileSync(indexPath, index);
-    console.log(`Wrote apps/api/src/database/migrations/${ts}-${name}.ts (${sql.upQueries.length} statements)`);
+    console.log(
+      `Wrote apps/api/src/database/migrations/${ts}-${name}.ts (${sql.upQueries.length} statements)`,
+    );
   }
 } finally {
   if (ds.isInitialized) await ds.destroy();

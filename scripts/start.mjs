@@ -14,7 +14,11 @@ const withAgent = process.env.LOCAL_AGENT !== 'false' && process.env.NODE_ENV !=
 const children = [];
 
 function start(name, args, env) {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   children.push(child);
   child.on('exit', (code, signal) => {
     if (stopping) return;
@@ -30,7 +34,9 @@ function stop(code = 0) {
   stopping = true;
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   setTimeout(() => process.exit(code), 8000).unref();
-  Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.on('exit', r))))).then(() => process.exit(code));
+  Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.on('exit', r))))).then(
+    () => process.exit(code),
+  );
 }
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
@@ -49,7 +55,11 @@ async function waitForHealth(deadlineMs) {
   return false;
 }
 
-start('api', [path.join(root, 'apps/api/dist/main.js')], withAgent ? { LOCAL_AGENT_TOKEN_FILE: tokenFile } : {});
+start(
+  'api',
+  [path.join(root, 'apps/api/dist/main.js')],
+  withAgent ? { LOCAL_AGENT_TOKEN_FILE: tokenFile } : {},
+);
 if (!(await waitForHealth(Date.now() + 120_000))) {
   console.error('[start] the API did not become healthy within 120 s');
   stop(1);
@@ -58,7 +68,10 @@ if (!(await waitForHealth(Date.now() + 120_000))) {
   if (!existsSync(agentMain)) {
     console.error('[start] no local agent build (apps/gpu-agent/dist/main.js); runs will stay queued');
   } else {
-    start('agent', [agentMain, '--local'], { DRYFT_API_URL: `http://127.0.0.1:${port}`, DRYFT_AGENT_TOKEN_FILE: tokenFile });
+    start('agent', [agentMain, '--local'], {
+      DRYFT_API_URL: `http://127.0.0.1:${port}`,
+      DRYFT_AGENT_TOKEN_FILE: tokenFile,
+    });
   }
   console.log(`[start] Dryft is up: open http://localhost:${port}`);
 }

@@ -24,11 +24,15 @@ function pythonForHarness() {
 
 if (!only || only === 'node') {
   const report = path.join(outDir, 'vitest.json');
-  const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], {
-    cwd: root,
-    stdio: 'inherit',
-    env: process.env,
-  });
+  const r = spawnSync(
+    'npx',
+    ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: process.env,
+    },
+  );
   if (existsSync(report)) {
     const json = JSON.parse(readFileSync(report, 'utf8'));
     totals.passed += json.numPassedTests;
@@ -43,18 +47,27 @@ if (!only || only === 'node') {
 if (!only || only === 'harness') {
   const python = pythonForHarness();
   if (!python) {
-    console.error('\n[tests] FAILED: no Python with pytest found for the harness tests (set HARNESS_PYTHON).');
+    console.error(
+      '\n[tests] FAILED: no Python with pytest found for the harness tests (set HARNESS_PYTHON).',
+    );
     broken = true;
   } else {
     const junit = path.join(outDir, 'pytest.xml');
-    const r = spawnSync(python, ['-m', 'pytest', 'harness/tests', '-q', `--junitxml=${junit}`, '-p', 'no:cacheprovider'], {
-      cwd: root,
-      stdio: 'inherit',
-      env: { ...process.env, PYTHONPATH: path.join(root, 'harness'), PYTHONDONTWRITEBYTECODE: '1' },
-    });
+    const r = spawnSync(
+      python,
+      ['-m', 'pytest', 'harness/tests', '-q', `--junitxml=${junit}`, '-p', 'no:cacheprovider'],
+      {
+        cwd: root,
+        stdio: 'inherit',
+        env: { ...process.env, PYTHONPATH: path.join(root, 'harness'), PYTHONDONTWRITEBYTECODE: '1' },
+      },
+    );
     if (existsSync(junit)) {
       const xml = readFileSync(junit, 'utf8');
-      const m = /<testsuite[^>]*\berrors="(\d+)"[^>]*\bfailures="(\d+)"[^>]*\bskipped="(\d+)"[^>]*\btests="(\d+)"/.exec(xml);
+      const m =
+        /<testsuite[^>]*\berrors="(\d+)"[^>]*\bfailures="(\d+)"[^>]*\bskipped="(\d+)"[^>]*\btests="(\d+)"/.exec(
+          xml,
+        );
       if (m) {
         const [errors, failures, skipped, tests] = m.slice(1).map(Number);
         totals.failed += errors + failures;

@@ -23,7 +23,9 @@ function toBase62(bytes: Buffer, length: number): string {
 }
 
 function checksum(prefix: string, body: string): string {
-  const digest = createHash('sha256').update(prefix + body).digest();
+  const digest = createHash('sha256')
+    .update(prefix + body)
+    .digest();
   let n = digest.readUInt32BE(0) * 65536 + digest.readUInt16BE(4);
   let out = '';
   for (let i = 0; i < CHECKSUM_LENGTH; i++) {
@@ -41,8 +43,7 @@ export function generateToken(kind: TokenKind): string {
 }
 
 export type TokenCheck =
-  | { ok: true; kind: TokenKind }
-  | { ok: false; reason: 'malformed' | 'bad_checksum'; message: string };
+  { ok: true; kind: TokenKind } | { ok: false; reason: 'malformed' | 'bad_checksum'; message: string };
 
 /** Offline check of a token's shape and checksum; the CLI and the API both use it. */
 export function checkTokenFormat(token: string, expected?: TokenKind): TokenCheck {

@@ -50,20 +50,32 @@ const segment = fc.stringMatching(/^[a-z][a-z0-9_]{0,7}$/);
 describe('archive rules against hostile archives (property-based)', () => {
   it('refuses every path that escapes: "..", absolute, ./ prefixes', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(segment, { minLength: 1, maxLength: 3 }), fc.constantFrom('../', '/', './', 'a/../../'), async (parts, prefix) => {
-        const name = `${prefix}${parts.join('/')}.py`;
-        const rule = prefix === './' ? 'layout' : 'paths';
-        await expectRefused(tarGz(engine, rawEntry(name, '0', Buffer.from('x = 1\n'))), rule);
-      }),
+      fc.asyncProperty(
+        fc.array(segment, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom('../', '/', './', 'a/../../'),
+        async (parts, prefix) => {
+          const name = `${prefix}${parts.join('/')}.py`;
+          const rule = prefix === './' ? 'layout' : 'paths';
+          await expectRefused(tarGz(engine, rawEntry(name, '0', Buffer.from('x = 1\n'))), rule);
+        },
+      ),
       { numRuns: 40 },
     );
   });
 
   it('refuses links and special files', async () => {
     await fc.assert(
-      fc.asyncProperty(segment, fc.constantFrom('1', '2', '3', '4', '6'), fc.constantFrom('/etc/passwd', '../x', 'engine.py'), async (name, flag, target) => {
-        await expectRefused(tarGz(engine, rawEntry(`${name}.py`, flag, Buffer.alloc(0), target)), 'entry_types');
-      }),
+      fc.asyncProperty(
+        segment,
+        fc.constantFrom('1', '2', '3', '4', '6'),
+        fc.constantFrom('/etc/passwd', '../x', 'engine.py'),
+        async (name, flag, target) => {
+          await expectRefused(
+            tarGz(engine, rawEntry(`${name}.py`, flag, Buffer.alloc(0), target)),
+            'entry_types',
+          );
+        },
+      ),
       { numRuns: 30 },
     );
   });
@@ -71,11 +83,24 @@ describe('archive rules against hostile archives (property-based)', () => {
   it('refuses duplicate names and names that collide by case or Unicode normalization', async () => {
     const nfc = 'caf\u00e9.py';
     const nfd = 'cafe\u0301.py';
-    await expectRefused(tarGz(engine, rawEntry(nfc, '0', Buffer.from('a\n')), rawEntry(nfd, '0', Buffer.from('b\n'))), 'unique_names');
+    await expectRefused(
+      tarGz(engine, rawEntry(nfc, '0', Buffer.from('a\n')), rawEntry(nfd, '0', Buffer.from('b\n'))),
+      'unique_names',
+    );
     await fc.assert(
       fc.asyncProperty(segment, async (name) => {
-        await expectRefused(tarGz(engine, rawEntry(`${name}.py`, '0', Buffer.from('a\n')), rawEntry(`${name.toUpperCase()}.py`, '0', Buffer.from('b\n'))), 'unique_names');
-        await expectRefused(tarGz(engine, rawEntry(`${name}.py`, '0'), rawEntry(`${name}.py`, '0')), 'unique_names');
+        await expectRefused(
+          tarGz(
+            engine,
+            rawEntry(`${name}.py`, '0', Buffer.from('a\n')),
+            rawEntry(`${name.toUpperCase()}.py`, '0', Buffer.from('b\n')),
+          ),
+          'unique_names',
+        );
+        await expectRefused(
+          tarGz(engine, rawEntry(`${name}.py`, '0'), rawEntry(`${name}.py`, '0')),
+          'unique_names',
+        );
       }),
       { numRuns: 20 },
     );
@@ -83,16 +108,28 @@ describe('archive rules against hostile archives (property-based)', () => {
 
   it(`refuses more than ${ARCHIVE_LIMITS.files} files`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: ARCHIVE_LIMITS.files, max: ARCHIVE_LIMITS.files + 40 }), async (extra) => {
-        const files = Array.from({ length: extra }, (_, i) => ({ name: `m${i}.py`, content: Buffer.from('x=1\n') }));
-        await expectRefused(packFiles([{ name: 'engine.py', content: Buffer.from('class Engine: pass\n') }, ...files]), 'file_count');
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: ARCHIVE_LIMITS.files, max: ARCHIVE_LIMITS.files + 40 }),
+        async (extra) => {
+          const files = Array.from({ length: extra }, (_, i) => ({
+            name: `m${i}.py`,
+            content: Buffer.from('x=1\n'),
+          }));
+          await expectRefused(
+            packFiles([{ name: 'engine.py', content: Buffer.from('class Engine: pass\n') }, ...files]),
+            'file_count',
+          );
+        },
+      ),
       { numRuns: 5 },
     );
   });
 
   it('stops a decompression bomb at the expanded limit', async () => {
-    const bomb = gzipSync(Buffer.concat([rawEntry('engine.py', '0', Buffer.alloc(40 * 1024 * 1024, 0x61)), Buffer.alloc(1024)]), { level: 9 });
+    const bomb = gzipSync(
+      Buffer.concat([rawEntry('engine.py', '0', Buffer.alloc(40 * 1024 * 1024, 0x61)), Buffer.alloc(1024)]),
+      { level: 9 },
+    );
     expect(bomb.length).toBeLessThan(ARCHIVE_LIMITS.compressedBytes);
     const started = Date.now();
     await expectRefused(bomb, 'expanded_size');
@@ -100,7 +137,9 @@ describe('archive rules against hostile archives (property-based)', () => {
   });
 
   it('refuses truncated or corrupt gzip and tar at any cut', async () => {
-    const good = packFiles([{ name: 'engine.py', content: Buffer.from('class Engine:\n    pass\n'.repeat(50)) }]);
+    const good = packFiles([
+      { name: 'engine.py', content: Buffer.from('class Engine:\n    pass\n'.repeat(50)) },
+    ]);
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 2, max: good.length - 1 }), async (cut) => {
         const v = await validateArchive(good.subarray(0, cut));
@@ -113,20 +152,31 @@ describe('archive rules against hostile archives (property-based)', () => {
 
   it('accepts what packFiles writes, byte-identically for the same input, and unpacks it inside the directory', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(fc.tuple(segment, fc.constantFrom('.py', '.json', '.md')), { maxLength: 6, selector: ([s, e]) => (s + e).toLowerCase() }), async (extra) => {
-        const files = [{ name: 'engine.py', content: Buffer.from('class Engine: pass\n') }, ...extra.filter(([s, e]) => `${s}${e}` !== 'engine.py').map(([s, e]) => ({ name: `pkg/${s}${e}`, content: Buffer.from(`# ${s}\n`) }))];
-        const a = packFiles(files);
-        expect(Buffer.compare(a, packFiles([...files].reverse()))).toBe(0);
-        const v = await validateArchive(a);
-        expect(v.ok).toBe(true);
-        const dir = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
-        try {
-          await unpackValidated(v.files, dir);
-          expect(readdirSync(dir)).toContain('engine.py');
-        } finally {
-          rmSync(dir, { recursive: true, force: true });
-        }
-      }),
+      fc.asyncProperty(
+        fc.uniqueArray(fc.tuple(segment, fc.constantFrom('.py', '.json', '.md')), {
+          maxLength: 6,
+          selector: ([s, e]) => (s + e).toLowerCase(),
+        }),
+        async (extra) => {
+          const files = [
+            { name: 'engine.py', content: Buffer.from('class Engine: pass\n') },
+            ...extra
+              .filter(([s, e]) => `${s}${e}` !== 'engine.py')
+              .map(([s, e]) => ({ name: `pkg/${s}${e}`, content: Buffer.from(`# ${s}\n`) })),
+          ];
+          const a = packFiles(files);
+          expect(Buffer.compare(a, packFiles([...files].reverse()))).toBe(0);
+          const v = await validateArchive(a);
+          expect(v.ok).toBe(true);
+          const dir = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
+          try {
+            await unpackValidated(v.files, dir);
+            expect(readdirSync(dir)).toContain('engine.py');
+          } finally {
+            rmSync(dir, { recursive: true, force: true });
+          }
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -142,9 +192,13 @@ describe('archive rules against hostile archives (property-based)', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
     try {
       await unpackValidated([{ path: 'a.py', content: Buffer.from('x') }], dir);
-      await expect(unpackValidated([{ path: 'b.py', content: Buffer.from('x') }], dir)).rejects.toThrow(/not empty/);
+      await expect(unpackValidated([{ path: 'b.py', content: Buffer.from('x') }], dir)).rejects.toThrow(
+        /not empty/,
+      );
       const fresh = mkdtempSync(path.join(tmpdir(), 'dryft-unpack-'));
-      await expect(unpackValidated([{ path: '../escape.py', content: Buffer.from('x') }], fresh)).rejects.toThrow(/outside/);
+      await expect(
+        unpackValidated([{ path: '../escape.py', content: Buffer.from('x') }], fresh),
+      ).rejects.toThrow(/outside/);
       rmSync(fresh, { recursive: true, force: true });
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -214,7 +214,8 @@ print("CHILD: started")
     expect(await tickLines(run.id, marker)).toEqual([...Array(250).keys()]);
     // The server stores the verdict before its ack reaches the agent: wait for the agent's line,
     // give a resend a moment to show up, then it must have been acknowledged exactly once.
-    const acked = () => agent!.output().match(new RegExp(`run ${run.id}: verdict acknowledged`, 'g'))?.length ?? 0;
+    const acked = () =>
+      agent!.output().match(new RegExp(`run ${run.id}: verdict acknowledged`, 'g'))?.length ?? 0;
     await until('the agent logs the acknowledged verdict', () => acked() > 0 || null, 15_000);
     await new Promise((r) => setTimeout(r, 500));
     expect(acked()).toBe(1);

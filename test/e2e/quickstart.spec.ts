@@ -31,10 +31,21 @@ describe('npm start (embedded Postgres, no DATABASE_URL)', () => {
   });
 
   async function start(port: number) {
-    const env = { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOCAL_AGENT: 'false', NODE_ENV: 'development', LOG_LEVEL: 'warn' };
+    const env = {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOCAL_AGENT: 'false',
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'warn',
+    };
     delete env.DATABASE_URL;
     delete env.REDIS_URL;
-    child = spawn(process.execPath, [path.join(ROOT, 'scripts/start.mjs')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [path.join(ROOT, 'scripts/start.mjs')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
     const deadline = Date.now() + 90_000;
@@ -62,11 +73,22 @@ describe('npm start (embedded Postgres, no DATABASE_URL)', () => {
     const port = await freePort();
     expect(await start(port)).toMatchObject({ status: 'ok', db: 'up' });
     const base = `http://127.0.0.1:${port}`;
-    const signIn = await fetch(`${base}/api/auth/dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'first-user' }) });
+    const signIn = await fetch(`${base}/api/auth/dev`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ login: 'first-user' }),
+    });
     expect(signIn.status).toBe(200);
-    const cookies = signIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookies = signIn.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const { csrfToken } = await signIn.json();
-    const created = await fetch(`${base}/api/teams`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: cookies, 'x-csrf-token': csrfToken }, body: JSON.stringify({ name: 'Persistent' }) });
+    const created = await fetch(`${base}/api/teams`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: cookies, 'x-csrf-token': csrfToken },
+      body: JSON.stringify({ name: 'Persistent' }),
+    });
     expect(created.status).toBe(201);
     const page = await fetch(`${base}/`, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(200);

@@ -13,7 +13,12 @@ describe('GitHub OAuth against a local stand-in', () => {
 
   beforeAll(async () => {
     github = await startGithubStandin();
-    github.users.set('octocat', { id: 583231, login: 'octocat', name: 'The Octocat', avatar_url: 'https://avatars.example/u/583231' });
+    github.users.set('octocat', {
+      id: 583231,
+      login: 'octocat',
+      name: 'The Octocat',
+      avatar_url: 'https://avatars.example/u/583231',
+    });
     hub = await startTestHub({
       env: {
         GITHUB_CLIENT_ID: 'Iv1.test',
@@ -44,7 +49,9 @@ describe('GitHub OAuth against a local stand-in', () => {
     const callback = new URL(approve.headers.get('location')!);
     expect(callback.pathname).toBe('/api/auth/github/callback');
 
-    const done = await hub.http.get(callback.pathname + callback.search).set('Cookie', stateCookie.split(';')[0]);
+    const done = await hub.http
+      .get(callback.pathname + callback.search)
+      .set('Cookie', stateCookie.split(';')[0]);
     expect(done.status).toBe(302);
     expect(done.headers.location).toBe('/');
     const session = cookiesOf(done).find((c) => c.startsWith('dryft_session='))!;
@@ -54,7 +61,9 @@ describe('GitHub OAuth against a local stand-in', () => {
     const me = await hub.http.get('/api/me').set('Cookie', session.split(';')[0]);
     expect(me.status).toBe(200);
     expect(me.body.user).toMatchObject({ login: 'octocat', name: 'The Octocat', isAdmin: true });
-    expect(github.requests.some((r) => r.path === '/user' && r.auth?.includes('gho_standin_octocat'))).toBe(true);
+    expect(github.requests.some((r) => r.path === '/user' && r.auth?.includes('gho_standin_octocat'))).toBe(
+      true,
+    );
   });
 
   it('refuses a callback whose state did not come from this browser', async () => {
@@ -110,7 +119,11 @@ describe('sessions, dev sign-in and CSRF', () => {
     const res = await hub.http.post('/api/teams').set('Cookie', alice.cookie).send({ name: 'No header' });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('csrf_failed');
-    const wrong = await hub.http.post('/api/teams').set('Cookie', alice.cookie).set('X-CSRF-Token', 'x'.repeat(alice.csrf.length)).send({ name: 'Wrong' });
+    const wrong = await hub.http
+      .post('/api/teams')
+      .set('Cookie', alice.cookie)
+      .set('X-CSRF-Token', 'x'.repeat(alice.csrf.length))
+      .send({ name: 'Wrong' });
     expect(wrong.status).toBe(403);
   });
 
@@ -125,7 +138,12 @@ describe('sessions, dev sign-in and CSRF', () => {
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe('not_found');
     const alice = await signIn(hub, 'json-alice');
-    const bad = await hub.http.post('/api/teams').set('Cookie', alice.cookie).set('X-CSRF-Token', alice.csrf).set('Content-Type', 'application/json').send('{nope');
+    const bad = await hub.http
+      .post('/api/teams')
+      .set('Cookie', alice.cookie)
+      .set('X-CSRF-Token', alice.csrf)
+      .set('Content-Type', 'application/json')
+      .send('{nope');
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('invalid_json');
   });

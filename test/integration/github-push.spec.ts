@@ -109,7 +109,10 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
 
   it('accepts a push payload of several megabytes (large pushes carry long commit lists)', async () => {
     const { payload } = push();
-    const commits = Array.from({ length: 3000 }, (_, i) => ({ id: `${i}`.padStart(40, 'a'), message: 'x'.repeat(1000) }));
+    const commits = Array.from({ length: 3000 }, (_, i) => ({
+      id: `${i}`.padStart(40, 'a'),
+      message: 'x'.repeat(1000),
+    }));
     const big = { ...payload, commits };
     expect(JSON.stringify(big).length).toBeGreaterThan(3_000_000);
     const id = randomUUID();

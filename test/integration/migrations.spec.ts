@@ -32,7 +32,9 @@ describe('migrations', () => {
       await db.drop();
     });
     for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration();
-    const tables: { n: string }[] = await ds.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations'`);
+    const tables: { n: string }[] = await ds.query(
+      `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations'`,
+    );
     expect(Number(tables[0].n)).toBe(0);
   });
 });

@@ -24,13 +24,21 @@ describe('the whole-run time limit, enforced by the server', () => {
   afterAll(async () => hub?.close());
 
   it('cancels a run past its deadline with an explanation even when its agent says nothing', async () => {
-    const sub = (await owner.upload('/api/submissions', { benchmark: 'toy-decode' }, { name: 'slow.tar.gz', content: await toyStarter() })).body.submission.id;
+    const sub = (
+      await owner.upload(
+        '/api/submissions',
+        { benchmark: 'toy-decode' },
+        { name: 'slow.tar.gz', content: await toyStarter() },
+      )
+    ).body.submission.id;
     const run = (await owner.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
     const silent = new TestAgent(hub, 'silent-agent');
     await silent.claim(run.id);
     await silent.log(run.id, 'started, then nothing more');
     // The agent keeps its lease (claimed for 60 s) but never finishes: only the deadline can end it.
-    await hub.dataSource.query(`UPDATE runs SET deadline_at = now() - interval '1 second' WHERE id = $1`, [run.id]);
+    await hub.dataSource.query(`UPDATE runs SET deadline_at = now() - interval '1 second' WHERE id = $1`, [
+      run.id,
+    ]);
     const ended = await until('the run to be stopped', async () => {
       const r = (await owner.get(`/api/runs/${run.id}`)).body;
       return r.status === 'canceled' ? r : undefined;

@@ -22,7 +22,11 @@ describe('runs, results and leaderboards through the REST API', () => {
   afterAll(async () => hub?.close());
 
   async function uploadToy(user: TestUser, name = 'fast-qwen.tar.gz'): Promise<string> {
-    const res = await user.upload('/api/submissions', { benchmark: 'toy-decode' }, { name, content: await toyStarter() });
+    const res = await user.upload(
+      '/api/submissions',
+      { benchmark: 'toy-decode' },
+      { name, content: await toyStarter() },
+    );
     expect(res.status).toBe(201);
     return res.body.submission.id;
   }
@@ -31,7 +35,12 @@ describe('runs, results and leaderboards through the REST API', () => {
     const sub = await uploadToy(alice);
     const created = await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' });
     expect(created.status).toBe(201);
-    expect(created.body.run).toMatchObject({ status: 'queued', mode: 'public', submissionName: 'fast-qwen #1', queuePosition: 1 });
+    expect(created.body.run).toMatchObject({
+      status: 'queued',
+      mode: 'public',
+      submissionName: 'fast-qwen #1',
+      queuePosition: 1,
+    });
     expect(created.body.quota).toMatchObject({ bucket: 'public', limit: null });
     const runId = created.body.run.id;
 
@@ -39,7 +48,12 @@ describe('runs, results and leaderboards through the REST API', () => {
     const lines = Array.from({ length: 25 }, (_, i) => `line ${i + 1}`);
     await agent.log(runId, ...lines.slice(0, 10));
     const running = await alice.get(`/api/runs/${runId}`);
-    expect(running.body).toMatchObject({ status: 'running', queuePosition: null, agentName: 'test-agent', lastLogSeq: 10 });
+    expect(running.body).toMatchObject({
+      status: 'running',
+      queuePosition: null,
+      agentName: 'test-agent',
+      lastLogSeq: 10,
+    });
     await agent.log(runId, ...lines.slice(10));
     await agent.finish(runId, { status: 'succeeded', score: 101.5, message: 'All checks passed.' });
 
@@ -65,7 +79,9 @@ describe('runs, results and leaderboards through the REST API', () => {
     const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
     await agent.complete(run.id, 99);
     const result = await alice.get(`/api/runs/${run.id}/result`);
-    expect(result.body.samples).toEqual([expect.objectContaining({ workload: 'b1-p16', ttftMs: 5, tpotMs: 1.5, tps: 600 })]);
+    expect(result.body.samples).toEqual([
+      expect.objectContaining({ workload: 'b1-p16', ttftMs: 5, tpotMs: 1.5, tps: 600 }),
+    ]);
     expect(result.body.checks).toEqual([{ name: 'output', passed: true, detail: 'every token matched' }]);
     expect(result.body.workloads[0]).toMatchObject({ workload: 'b1-p16', speedup: 0.99 });
   });
@@ -90,7 +106,8 @@ describe('runs, results and leaderboards through the REST API', () => {
     const { owner: carol } = await ownerWithTeam(hub, 'run-carol', 'Carol Co');
     const official = async (user: TestUser, score: number) => {
       const sub = await uploadToy(user);
-      const run = (await user.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true })).body.run;
+      const run = (await user.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true })).body
+        .run;
       await agent.complete(run.id, score);
       return run.id as string;
     };
@@ -101,7 +118,9 @@ describe('runs, results and leaderboards through the REST API', () => {
 
     const board = await hub.http.get('/api/leaderboards/toy-decode');
     expect(board.status).toBe(200);
-    expect(board.body.entries.map((e: { name: string; score: number; rank: number }) => [e.rank, e.name, e.score])).toEqual([
+    expect(
+      board.body.entries.map((e: { name: string; score: number; rank: number }) => [e.rank, e.name, e.score]),
+    ).toEqual([
       [1, 'Bobcats', 130],
       [2, 'Fast Qwen', 120],
       [3, 'Carol Co', 120],
@@ -131,7 +150,12 @@ describe('runs, results and leaderboards through the REST API', () => {
     const sub = await uploadToy(alice);
     const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
     const { owner: eve } = await ownerWithTeam(hub, 'run-eve');
-    for (const p of [`/api/runs/${run.id}`, `/api/runs/${run.id}/logs`, `/api/runs/${run.id}/result`, `/api/runs/${run.id}/rank`]) {
+    for (const p of [
+      `/api/runs/${run.id}`,
+      `/api/runs/${run.id}/logs`,
+      `/api/runs/${run.id}/result`,
+      `/api/runs/${run.id}/rank`,
+    ]) {
       const res = await eve.get(p);
       expect(res.status, p).toBe(404);
       expect(res.body.error.code).toBe('run_not_found');
@@ -146,7 +170,10 @@ describe('runs, results and leaderboards through the REST API', () => {
     const noReason = await alice.post(`/api/runs/${queued.id}/cancel`, {});
     expect(noReason.status).toBe(400);
     const first = await alice.post(`/api/runs/${queued.id}/cancel`, { reason: 'superseded' });
-    expect(first.body).toMatchObject({ changed: true, run: { status: 'canceled', cancelReason: 'superseded' } });
+    expect(first.body).toMatchObject({
+      changed: true,
+      run: { status: 'canceled', cancelReason: 'superseded' },
+    });
     const second = await alice.post(`/api/runs/${queued.id}/cancel`, { reason: 'again' });
     expect(second.body.changed).toBe(false);
     expect(second.body.message).toMatch(/already canceled/);
@@ -174,12 +201,19 @@ describe('runs, results and leaderboards through the REST API', () => {
     await agent.claim(run.id);
     const { RunLifecycleService } = await import('../../apps/api/src/runs/run-lifecycle.service');
     const lifecycle = hub.app.get(RunLifecycleService);
-    const batch = { runId: run.id, seq: 1, entries: [{ type: 'log' as const, n: 1, ts: Date.now(), stream: 'out' as const, text: 'once' }] };
+    const batch = {
+      runId: run.id,
+      seq: 1,
+      entries: [{ type: 'log' as const, n: 1, ts: Date.now(), stream: 'out' as const, text: 'once' }],
+    };
     expect(await lifecycle.storeBatch(run.id, agent.id, batch)).toEqual({ ok: true, ackedSeq: 1 });
     expect(await lifecycle.storeBatch(run.id, agent.id, batch)).toEqual({ ok: true, ackedSeq: 1 });
     const gap = await lifecycle.storeBatch(run.id, agent.id, { ...batch, seq: 3 });
     expect(gap).toMatchObject({ ok: false, ackedSeq: 1 });
-    const other = await lifecycle.storeBatch(run.id, '00000000-0000-0000-0000-000000000000', { ...batch, seq: 2 });
+    const other = await lifecycle.storeBatch(run.id, '00000000-0000-0000-0000-000000000000', {
+      ...batch,
+      seq: 2,
+    });
     expect(other).toMatchObject({ ok: false, stop: true });
     const logs = await alice.get(`/api/runs/${run.id}/logs`);
     expect(logs.body.items.map((l: { text: string }) => l.text)).toEqual(['once']);
@@ -189,8 +223,12 @@ describe('runs, results and leaderboards through the REST API', () => {
     it('answers a retry with the first response and starts no second run', async () => {
       const sub = await uploadToy(alice);
       const key = 'key-retry-1';
-      const first = await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' }).set('Idempotency-Key', key);
-      const again = await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' }).set('Idempotency-Key', key);
+      const first = await alice
+        .post(`/api/submissions/${sub}/runs`, { mode: 'public' })
+        .set('Idempotency-Key', key);
+      const again = await alice
+        .post(`/api/submissions/${sub}/runs`, { mode: 'public' })
+        .set('Idempotency-Key', key);
       expect(first.status).toBe(201);
       expect(again.status).toBe(201);
       expect(again.headers['idempotent-replayed']).toBe('true');
@@ -201,20 +239,29 @@ describe('runs, results and leaderboards through the REST API', () => {
 
     it('refuses the same key with another body (422)', async () => {
       const sub = await uploadToy(alice);
-      await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' }).set('Idempotency-Key', 'key-reuse');
-      const other = await alice.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true }).set('Idempotency-Key', 'key-reuse');
+      await alice
+        .post(`/api/submissions/${sub}/runs`, { mode: 'public' })
+        .set('Idempotency-Key', 'key-reuse');
+      const other = await alice
+        .post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true })
+        .set('Idempotency-Key', 'key-reuse');
       expect(other.status).toBe(422);
       expect(other.body.error.code).toBe('idempotency_key_reused');
     });
 
     it('lets two concurrent requests with one key start exactly one run', async () => {
       const sub = await uploadToy(alice);
-      const send = () => alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' }).set('Idempotency-Key', 'key-race').then((r) => r);
+      const send = () =>
+        alice
+          .post(`/api/submissions/${sub}/runs`, { mode: 'public' })
+          .set('Idempotency-Key', 'key-race')
+          .then((r) => r);
       const results = await Promise.all([send(), send(), send(), send()]);
       const statuses = results.map((r) => r.status).sort();
       expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
       expect(statuses).toContain(201);
-      for (const r of results.filter((r) => r.status === 409)) expect(r.body.error.code).toBe('idempotency_in_flight');
+      for (const r of results.filter((r) => r.status === 409))
+        expect(r.body.error.code).toBe('idempotency_in_flight');
       const ids = new Set(results.filter((r) => r.status === 201).map((r) => r.body.run.id));
       expect(ids.size).toBe(1);
       const runs = await alice.get(`/api/runs?submission=${sub}`);
@@ -225,14 +272,22 @@ describe('runs, results and leaderboards through the REST API', () => {
       const { owner: frank } = await ownerWithTeam(hub, 'run-frank');
       const mine = await uploadToy(alice);
       const his = await uploadToy(frank);
-      const a = await alice.post(`/api/submissions/${mine}/runs`, { mode: 'public' }).set('Idempotency-Key', 'shared-key');
-      const b = await frank.post(`/api/submissions/${his}/runs`, { mode: 'public' }).set('Idempotency-Key', 'shared-key');
+      const a = await alice
+        .post(`/api/submissions/${mine}/runs`, { mode: 'public' })
+        .set('Idempotency-Key', 'shared-key');
+      const b = await frank
+        .post(`/api/submissions/${his}/runs`, { mode: 'public' })
+        .set('Idempotency-Key', 'shared-key');
       expect(a.status).toBe(201);
       expect(b.status).toBe(201);
       expect(b.body.run.id).not.toBe(a.body.run.id);
-      const refused = await alice.post(`/api/submissions/${mine}/runs`, { mode: 'official' }).set('Idempotency-Key', 'fix-me');
+      const refused = await alice
+        .post(`/api/submissions/${mine}/runs`, { mode: 'official' })
+        .set('Idempotency-Key', 'fix-me');
       expect(refused.status).toBe(400);
-      const fixed = await alice.post(`/api/submissions/${mine}/runs`, { mode: 'official', confirm: true }).set('Idempotency-Key', 'fix-me');
+      const fixed = await alice
+        .post(`/api/submissions/${mine}/runs`, { mode: 'official', confirm: true })
+        .set('Idempotency-Key', 'fix-me');
       expect(fixed.status).toBe(201);
     });
   });
@@ -242,7 +297,14 @@ describe('runs, results and leaderboards through the REST API', () => {
     let sub: string;
     beforeAll(async () => {
       ({ owner: gina } = await ownerWithTeam(hub, 'run-gina'));
-      const res = await gina.upload('/api/submissions', { benchmark: 'deep-recurrence' }, { name: 'submission.py', content: readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py')) });
+      const res = await gina.upload(
+        '/api/submissions',
+        { benchmark: 'deep-recurrence' },
+        {
+          name: 'submission.py',
+          content: readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py')),
+        },
+      );
       sub = res.body.submission.id;
     });
 
@@ -253,62 +315,130 @@ describe('runs, results and leaderboards through the REST API', () => {
       const noDataset = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'public', tier: 'easy' });
       expect(noDataset.body.error.code).toBe('dataset_required');
       expect(noDataset.body.error.message).toMatch(/square/);
-      const unknown = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'public', tier: 'easy', dataset: 'nope' });
+      const unknown = await gina.post(`/api/submissions/${sub}/runs`, {
+        mode: 'public',
+        tier: 'easy',
+        dataset: 'nope',
+      });
       expect(unknown.body.error.code).toBe('unknown_dataset');
-      const hardWithDataset = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true, tier: 'hard', dataset: 'square' });
+      const hardWithDataset = await gina.post(`/api/submissions/${sub}/runs`, {
+        mode: 'official',
+        confirm: true,
+        tier: 'hard',
+        dataset: 'square',
+      });
       expect(hardWithDataset.body.error.code).toBe('dataset_not_allowed');
       const hardPublic = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'public', tier: 'hard' });
       expect(hardPublic.body.error.code).toBe('ranked_tier_is_official');
     });
 
     it('counts accepted runs that fail, refunds infrastructure failures, and answers 429 when spent', async () => {
-      const first = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true, tier: 'hard' });
+      const first = await gina.post(`/api/submissions/${sub}/runs`, {
+        mode: 'official',
+        confirm: true,
+        tier: 'hard',
+      });
       expect(first.status).toBe(201);
       expect(first.body.quota).toMatchObject({ bucket: 'hard', limit: 1, used: 1, remaining: 0 });
-      const spent = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true, tier: 'hard' });
+      const spent = await gina.post(`/api/submissions/${sub}/runs`, {
+        mode: 'official',
+        confirm: true,
+        tier: 'hard',
+      });
       expect(spent.status).toBe(429);
       expect(spent.body.error.code).toBe('daily_limit_reached');
       expect(spent.body.error.message).toMatch(/resets at/);
 
       // An infra failure is refunded: the participant may run again today.
       await agent.claim(first.body.run.id);
-      await agent.finish(first.body.run.id, { status: 'failed', failureCode: 'infra_error', message: 'GPU fell off the bus' });
-      const retry = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true, tier: 'hard' });
+      await agent.finish(first.body.run.id, {
+        status: 'failed',
+        failureCode: 'infra_error',
+        message: 'GPU fell off the bus',
+      });
+      const retry = await gina.post(`/api/submissions/${sub}/runs`, {
+        mode: 'official',
+        confirm: true,
+        tier: 'hard',
+      });
       expect(retry.status).toBe(201);
       // A failure of the engine's own counts.
       await agent.claim(retry.body.run.id);
-      await agent.finish(retry.body.run.id, { status: 'failed', failureCode: 'candidate_error', message: 'boom' });
+      await agent.finish(retry.body.run.id, {
+        status: 'failed',
+        failureCode: 'candidate_error',
+        message: 'boom',
+      });
       const quota = await gina.get('/api/quota?benchmark=deep-recurrence');
-      expect(quota.body.find((q: { bucket: string }) => q.bucket === 'hard')).toMatchObject({ used: 1, remaining: 0 });
-      expect(quota.body.find((q: { bucket: string }) => q.bucket === 'easy')).toMatchObject({ limit: 60, used: 0 });
-      expect((await gina.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true, tier: 'hard' })).status).toBe(429);
+      expect(quota.body.find((q: { bucket: string }) => q.bucket === 'hard')).toMatchObject({
+        used: 1,
+        remaining: 0,
+      });
+      expect(quota.body.find((q: { bucket: string }) => q.bucket === 'easy')).toMatchObject({
+        limit: 60,
+        used: 0,
+      });
+      expect(
+        (await gina.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true, tier: 'hard' }))
+          .status,
+      ).toBe(429);
     });
 
     it('ranks participants, not teams, on the ranked tier only', async () => {
-      const easy = await gina.post(`/api/submissions/${sub}/runs`, { mode: 'public', tier: 'easy', dataset: 'square' });
+      const easy = await gina.post(`/api/submissions/${sub}/runs`, {
+        mode: 'public',
+        tier: 'easy',
+        dataset: 'square',
+      });
       expect(easy.status).toBe(201);
       expect(easy.body.run).toMatchObject({ tier: 'easy', dataset: 'square' });
       const { owner: hank } = await ownerWithTeam(hub, 'run-hank');
-      const hsub = (await hank.upload('/api/submissions', { benchmark: 'deep-recurrence' }, { name: 'submission.py', content: Buffer.from('x = 1\n') })).body.submission.id;
-      const hard = await hank.post(`/api/submissions/${hsub}/runs`, { mode: 'official', confirm: true, tier: 'hard' });
+      const hsub = (
+        await hank.upload(
+          '/api/submissions',
+          { benchmark: 'deep-recurrence' },
+          { name: 'submission.py', content: Buffer.from('x = 1\n') },
+        )
+      ).body.submission.id;
+      const hard = await hank.post(`/api/submissions/${hsub}/runs`, {
+        mode: 'official',
+        confirm: true,
+        tier: 'hard',
+      });
       await agent.complete(hard.body.run.id, 87.5);
       const board = await hub.http.get('/api/leaderboards/deep-recurrence');
       expect(board.body.ranks).toBe('users');
-      expect(board.body.entries).toEqual([expect.objectContaining({ rank: 1, name: 'run-hank', userLogin: 'run-hank', teamSlug: null, score: 87.5 })]);
+      expect(board.body.entries).toEqual([
+        expect.objectContaining({
+          rank: 1,
+          name: 'run-hank',
+          userLogin: 'run-hank',
+          teamSlug: null,
+          score: 87.5,
+        }),
+      ]);
     });
   });
 
   describe('organizer controls', () => {
     it('are refused to participants and to API tokens', async () => {
       const token = (await alice.post(`/api/teams/${aliceTeam.id}/tokens`, { name: 't' })).body.token;
-      expect((await alice.patch('/api/admin/benchmarks/toy-decode', { evaluationsOpen: false })).status).toBe(403);
-      const viaToken = await withToken(hub, token).post('/api/admin/benchmarks/toy-decode/rules-version', { reason: 'x', confirm: true });
+      expect((await alice.patch('/api/admin/benchmarks/toy-decode', { evaluationsOpen: false })).status).toBe(
+        403,
+      );
+      const viaToken = await withToken(hub, token).post('/api/admin/benchmarks/toy-decode/rules-version', {
+        reason: 'x',
+        confirm: true,
+      });
       expect(viaToken.status).toBe(403);
     });
 
     it('close and reopen evaluations', async () => {
       const sub = await uploadToy(alice);
-      const closed = await organizer.patch('/api/admin/benchmarks/toy-decode', { evaluationsOpen: false, announcement: 'Back at 18:00 UTC' });
+      const closed = await organizer.patch('/api/admin/benchmarks/toy-decode', {
+        evaluationsOpen: false,
+        announcement: 'Back at 18:00 UTC',
+      });
       expect(closed.status).toBe(200);
       expect(closed.body).toMatchObject({ evaluationsOpen: false, announcement: 'Back at 18:00 UTC' });
       const refused = await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' });
@@ -334,22 +464,30 @@ describe('runs, results and leaderboards through the REST API', () => {
     });
 
     it('bump the rules version: earlier results are invalidated and the board is rebuilt', async () => {
-      const noConfirm = await organizer.post('/api/admin/benchmarks/toy-decode/rules-version', { reason: 'new hidden workloads' });
+      const noConfirm = await organizer.post('/api/admin/benchmarks/toy-decode/rules-version', {
+        reason: 'new hidden workloads',
+      });
       expect(noConfirm.status).toBe(400);
       expect(noConfirm.body.error.message).toMatch(/confirm/);
       const before = await hub.http.get('/api/leaderboards/toy-decode');
       expect(before.body.entries.length).toBeGreaterThan(0);
-      const bumped = await organizer.post('/api/admin/benchmarks/toy-decode/rules-version', { reason: 'new hidden workloads', confirm: true });
+      const bumped = await organizer.post('/api/admin/benchmarks/toy-decode/rules-version', {
+        reason: 'new hidden workloads',
+        confirm: true,
+      });
       expect(bumped.body.rulesVersion).toBe(before.body.rulesVersion + 1);
       await new Promise((r) => setTimeout(r, 200));
       const after = await hub.http.get('/api/leaderboards/toy-decode');
       expect(after.body).toMatchObject({ rulesVersion: before.body.rulesVersion + 1, entries: [] });
-      const old = await alice.get(`/api/runs/${before.body.entries.find((e: { name: string }) => e.name === 'Fast Qwen').runId}`);
+      const old = await alice.get(
+        `/api/runs/${before.body.entries.find((e: { name: string }) => e.name === 'Fast Qwen').runId}`,
+      );
       expect(old.body).toMatchObject({ invalidated: true, status: 'succeeded' });
       expect(old.body.invalidatedReason).toMatch(/new hidden workloads/);
 
       const sub = await uploadToy(alice);
-      const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true })).body.run;
+      const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true })).body
+        .run;
       expect(run.rulesVersion).toBe(before.body.rulesVersion + 1);
       await agent.complete(run.id, 140);
       const rebuilt = await hub.http.get('/api/leaderboards/toy-decode');

@@ -16,19 +16,30 @@ describe('submissions', () => {
   });
   afterAll(async () => hub?.close());
 
-  const upload = (user: TestUser, benchmark: string, name: string, content: Buffer) => user.upload('/api/submissions', { benchmark }, { name, content });
+  const upload = (user: TestUser, benchmark: string, name: string, content: Buffer) =>
+    user.upload('/api/submissions', { benchmark }, { name, content });
 
   it('accepts each starter unchanged, names it per source and team, and starts no run', async () => {
     const toy = await upload(alice, 'toy-decode', 'fast-qwen.tar.gz', await toyStarter());
     expect(toy.status).toBe(201);
-    expect(toy.body.submission).toMatchObject({ benchmarkId: 'toy-decode', name: 'fast-qwen #1', kind: 'archive', source: 'upload' });
+    expect(toy.body.submission).toMatchObject({
+      benchmarkId: 'toy-decode',
+      name: 'fast-qwen #1',
+      kind: 'archive',
+      source: 'upload',
+    });
     expect(toy.body.submission.files.map((f: { path: string }) => f.path)).toContain('engine.py');
     expect(toy.body.verdicts.every((v: { passed: boolean }) => v.passed)).toBe(true);
     const again = await upload(alice, 'toy-decode', 'fast-qwen.tar.gz', await toyStarter());
     expect(again.body.submission.name).toBe('fast-qwen #2');
     expect(again.body.submission.sha256).toBe(toy.body.submission.sha256);
 
-    const qwen = await upload(alice, 'qwen3-4b-decode', 'qwen3-4b-decode-starter.tar.gz', await qwenStarter());
+    const qwen = await upload(
+      alice,
+      'qwen3-4b-decode',
+      'qwen3-4b-decode-starter.tar.gz',
+      await qwenStarter(),
+    );
     expect(qwen.status).toBe(201);
     const sample = readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py'));
     const single = await upload(alice, 'deep-recurrence', 'submission.py', sample);
@@ -40,11 +51,14 @@ describe('submissions', () => {
   });
 
   it('serves the starter downloads that uploads accept', async () => {
-    const res = await hub.http.get('/api/benchmarks/toy-decode/starter').buffer(true).parse((r, cb) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () => cb(null, Buffer.concat(chunks)));
-    });
+    const res = await hub.http
+      .get('/api/benchmarks/toy-decode/starter')
+      .buffer(true)
+      .parse((r, cb) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
     expect(res.status).toBe(200);
     expect(res.headers['content-disposition']).toContain('toy-decode-starter.tar.gz');
     expect(Buffer.compare(res.body, await toyStarter())).toBe(0);
@@ -57,20 +71,58 @@ describe('submissions', () => {
   });
 
   it.each([
-    ['a ZIP archive', 'engine.zip', () => Buffer.concat([Buffer.from('PK\x03\x04', 'latin1'), Buffer.alloc(60)]), 'format', /ZIP archives are not supported/],
+    [
+      'a ZIP archive',
+      'engine.zip',
+      () => Buffer.concat([Buffer.from('PK\x03\x04', 'latin1'), Buffer.alloc(60)]),
+      'format',
+      /ZIP archives are not supported/,
+    ],
     ['plain text', 'engine.tar.gz', () => Buffer.from('print(1)'), 'format', /not gzip-compressed/],
-    ['a containing folder', 'e.tar.gz', () => archiveOf({ 'engine/engine.py': 'class Engine: pass\n' }), 'layout', /inside the folder "engine\/"/],
+    [
+      'a containing folder',
+      'e.tar.gz',
+      () => archiveOf({ 'engine/engine.py': 'class Engine: pass\n' }),
+      'layout',
+      /inside the folder "engine\/"/,
+    ],
     ['./ prefixes', 'e.tar.gz', () => archiveOf({ './engine.py': 'class Engine: pass\n' }), 'layout', /\.\//],
     ['no engine.py', 'e.tar.gz', () => archiveOf({ 'model.py': 'x = 1\n' }), 'entrypoint', /no engine\.py/],
-    ['a binary file type', 'e.tar.gz', () => archiveOf({ 'engine.py': 'x\n', 'kernel.so': Buffer.from([0x7f, 0x45]) }), 'extensions', /kernel\.so/],
-    ['non-UTF-8 text', 'e.tar.gz', () => archiveOf({ 'engine.py': Buffer.from([0xff, 0xfe, 0x00]) }), 'text', /not UTF-8/],
-    ['a macOS ._ file', 'e.tar.gz', () => archiveOf({ 'engine.py': 'x\n', '._engine.py': 'meta\n' }), 'text', /AppleDouble/],
-    ['more than 2 MiB', 'e.tar.gz', () => Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.alloc(2 * 1024 * 1024 + 10)]), 'compressed_size', /2 MiB/],
+    [
+      'a binary file type',
+      'e.tar.gz',
+      () => archiveOf({ 'engine.py': 'x\n', 'kernel.so': Buffer.from([0x7f, 0x45]) }),
+      'extensions',
+      /kernel\.so/,
+    ],
+    [
+      'non-UTF-8 text',
+      'e.tar.gz',
+      () => archiveOf({ 'engine.py': Buffer.from([0xff, 0xfe, 0x00]) }),
+      'text',
+      /not UTF-8/,
+    ],
+    [
+      'a macOS ._ file',
+      'e.tar.gz',
+      () => archiveOf({ 'engine.py': 'x\n', '._engine.py': 'meta\n' }),
+      'text',
+      /AppleDouble/,
+    ],
+    [
+      'more than 2 MiB',
+      'e.tar.gz',
+      () => Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.alloc(2 * 1024 * 1024 + 10)]),
+      'compressed_size',
+      /2 MiB/,
+    ],
   ])('refuses %s, naming the rule', async (_what, name, make, rule, message) => {
     const res = await upload(alice, 'toy-decode', name, make());
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('invalid_submission');
-    const failed = res.body.error.details.verdicts.filter((v: { passed: boolean }) => !v.passed).map((v: { rule: string }) => v.rule);
+    const failed = res.body.error.details.verdicts
+      .filter((v: { passed: boolean }) => !v.passed)
+      .map((v: { rule: string }) => v.rule);
     expect(failed).toContain(rule);
     expect(res.body.error.message).toMatch(message);
   });
@@ -79,7 +131,12 @@ describe('submissions', () => {
     const wrongName = await upload(alice, 'deep-recurrence', 'train.py', Buffer.from('x = 1\n'));
     expect(wrongName.status).toBe(422);
     expect(wrongName.body.error.message).toMatch(/submission\.py/);
-    const tooBig = await upload(alice, 'deep-recurrence', 'submission.py', Buffer.alloc(256 * 1024 + 1, 0x20));
+    const tooBig = await upload(
+      alice,
+      'deep-recurrence',
+      'submission.py',
+      Buffer.alloc(256 * 1024 + 1, 0x20),
+    );
     expect(tooBig.status).toBe(422);
     expect(tooBig.body.error.message).toMatch(/256 KiB/);
     const archive = await upload(alice, 'deep-recurrence', 'submission.py', await toyStarter());
@@ -88,10 +145,18 @@ describe('submissions', () => {
   });
 
   it('refuses missing fields and unknown benchmarks clearly', async () => {
-    const noFile = await hub.http.post('/api/submissions').set('Cookie', alice.cookie).set('X-CSRF-Token', alice.csrf).field('benchmark', 'toy-decode');
+    const noFile = await hub.http
+      .post('/api/submissions')
+      .set('Cookie', alice.cookie)
+      .set('X-CSRF-Token', alice.csrf)
+      .field('benchmark', 'toy-decode');
     expect(noFile.status).toBe(400);
     expect(noFile.body.error.code).toBe('file_required');
-    const noBenchmark = await alice.upload('/api/submissions', {}, { name: 'e.tar.gz', content: await toyStarter() });
+    const noBenchmark = await alice.upload(
+      '/api/submissions',
+      {},
+      { name: 'e.tar.gz', content: await toyStarter() },
+    );
     expect(noBenchmark.status).toBe(400);
     expect(noBenchmark.body.error.message).toMatch(/toy-decode/);
     const unknown = await upload(alice, 'nope', 'e.tar.gz', await toyStarter());
@@ -114,7 +179,11 @@ describe('submissions', () => {
   it('lists newest first with a cursor, and works with a team API token', async () => {
     const token = (await alice.post(`/api/teams/${team.id}/tokens`, { name: 'script' })).body.token;
     const api = withToken(hub, token);
-    const up = await api.upload('/api/submissions', { benchmark: 'toy-decode' }, { name: 'scripted.tar.gz', content: await toyStarter() });
+    const up = await api.upload(
+      '/api/submissions',
+      { benchmark: 'toy-decode' },
+      { name: 'scripted.tar.gz', content: await toyStarter() },
+    );
     expect(up.status).toBe(201);
     const first = await api.get('/api/submissions?limit=2');
     expect(first.body.items).toHaveLength(2);

@@ -14,7 +14,10 @@ describe('teams, exactly as the decode product page describes them', () => {
     expect(team.inviteCode).toMatch(/^[ABCDEFGHJKMNPQRSTUVWXYZ23456789]{6}$/);
     expect(team.slug).toBe('fast-qwen');
     const detail = await owner.get(`/api/teams/${team.id}`);
-    expect(detail.body).toMatchObject({ role: 'owner', members: [expect.objectContaining({ login: 'tm-ann', role: 'owner' })] });
+    expect(detail.body).toMatchObject({
+      role: 'owner',
+      members: [expect.objectContaining({ login: 'tm-ann', role: 'owner' })],
+    });
     const second = await ownerWithTeam(hub, 'tm-ann2', 'Fast Qwen');
     expect(second.team.slug).toBe('fast-qwen-2');
   });
@@ -64,7 +67,9 @@ describe('teams, exactly as the decode product page describes them', () => {
     const member = await signIn(hub, 'tm-dov');
     await admin.post('/api/teams/join', { code: team.inviteCode });
     await member.post('/api/teams/join', { code: team.inviteCode });
-    expect((await owner.patch(`/api/teams/${team.id}/members/${admin.id}`, { role: 'admin' })).status).toBe(200);
+    expect((await owner.patch(`/api/teams/${team.id}/members/${admin.id}`, { role: 'admin' })).status).toBe(
+      200,
+    );
     const byMember = await member.patch(`/api/teams/${team.id}/members/${member.id}`, { role: 'owner' });
     expect(byMember.status).toBe(403);
     expect(byMember.body.error.message).toMatch(/Only team owners/);
@@ -109,9 +114,14 @@ describe('teams, exactly as the decode product page describes them', () => {
     expect(notMember.status).toBe(400);
     expect((await owner.post(`/api/teams/${team.id}/leave`, { newOwnerUserId: member.id })).status).toBe(200);
     const after = await member.get(`/api/teams/${team.id}`);
-    expect(after.body).toMatchObject({ role: 'owner', members: [expect.objectContaining({ login: 'tm-fin', role: 'owner' })] });
+    expect(after.body).toMatchObject({
+      role: 'owner',
+      members: [expect.objectContaining({ login: 'tm-fin', role: 'owner' })],
+    });
     expect((await member.post(`/api/teams/${team.id}/leave`, {})).status).toBe(200);
-    const { rows } = { rows: await hub.dataSource.query('SELECT count(*)::int AS n FROM teams WHERE id = $1', [team.id]) };
+    const { rows } = {
+      rows: await hub.dataSource.query('SELECT count(*)::int AS n FROM teams WHERE id = $1', [team.id]),
+    };
     expect(rows[0].n).toBe(1);
   });
 
@@ -141,7 +151,9 @@ describe('teams, exactly as the decode product page describes them', () => {
     const organizer = await signIn(hub, 'team-organizer');
     const { team } = await ownerWithTeam(hub, 'tm-jan');
     for (const id of ['toy-decode', 'qwen3-4b-decode', 'deep-recurrence']) {
-      expect((await organizer.patch(`/api/admin/benchmarks/${id}`, { submissionsOpen: false })).status).toBe(200);
+      expect((await organizer.patch(`/api/admin/benchmarks/${id}`, { submissionsOpen: false })).status).toBe(
+        200,
+      );
     }
     try {
       const u = await signIn(hub, 'tm-jo');
@@ -151,7 +163,8 @@ describe('teams, exactly as the decode product page describes them', () => {
       const join = await u.post('/api/teams/join', { code: team.inviteCode });
       expect(join.status).toBe(403);
     } finally {
-      for (const id of ['toy-decode', 'qwen3-4b-decode', 'deep-recurrence']) await organizer.patch(`/api/admin/benchmarks/${id}`, { submissionsOpen: true });
+      for (const id of ['toy-decode', 'qwen3-4b-decode', 'deep-recurrence'])
+        await organizer.patch(`/api/admin/benchmarks/${id}`, { submissionsOpen: true });
     }
   });
 

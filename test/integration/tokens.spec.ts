@@ -24,7 +24,12 @@ describe('team API tokens', () => {
     const created = await owner.post(`/api/teams/${team.id}/tokens`, { name: 'laptop' });
     expect(created.status).toBe(201);
     expect(created.body.token).toMatch(/^dryft_pat_[0-9A-Za-z]{38}$/);
-    expect(created.body).toMatchObject({ name: 'laptop', createdBy: 'tk-ann', lastUsedAt: null, revokedAt: null });
+    expect(created.body).toMatchObject({
+      name: 'laptop',
+      createdBy: 'tk-ann',
+      lastUsedAt: null,
+      revokedAt: null,
+    });
     expect(created.body.token.startsWith(created.body.prefix)).toBe(true);
     const list = await owner.get(`/api/teams/${team.id}/tokens`);
     expect(list.body).toHaveLength(1);
@@ -67,7 +72,8 @@ describe('team API tokens', () => {
     expect(revoke.body.revokedAt).not.toBeNull();
     expect((await owner.delete(`/api/teams/${team.id}/tokens/${revoked.id}`)).status).toBe(200);
     const soon = new Date(Date.now() + 60_000).toISOString();
-    const expiring = (await owner.post(`/api/teams/${team.id}/tokens`, { name: 'short', expiresAt: soon })).body;
+    const expiring = (await owner.post(`/api/teams/${team.id}/tokens`, { name: 'short', expiresAt: soon }))
+      .body;
     const flip = revoked.token.slice(0, -1) + (revoked.token.endsWith('A') ? 'B' : 'A');
     const cases: [string, string][] = [
       [revoked.token, 'token_revoked'],
@@ -91,7 +97,10 @@ describe('team API tokens', () => {
     } finally {
       clock.offsetMs = 0;
     }
-    const past = await owner.post(`/api/teams/${team.id}/tokens`, { name: 'past', expiresAt: '2001-01-01T00:00:00Z' });
+    const past = await owner.post(`/api/teams/${team.id}/tokens`, {
+      name: 'past',
+      expiresAt: '2001-01-01T00:00:00Z',
+    });
     expect(past.status).toBe(400);
     const garbage = await owner.post(`/api/teams/${team.id}/tokens`, { name: 'x', expiresAt: 'tomorrow' });
     expect(garbage.status).toBe(400);

@@ -6,5 +6,10 @@ export const toyStarter = () => packFolder(path.join(ROOT, 'starters/toy-decode/
 export const qwenStarter = () => packFolder(path.join(ROOT, 'starters/qwen3-4b-decode/engine'));
 
 export function archiveOf(files: Record<string, string | Buffer>): Buffer {
-  return packFiles(Object.entries(files).map(([name, content]) => ({ name, content: typeof content === 'string' ? Buffer.from(content) : content })));
+  return packFiles(
+    Object.entries(files).map(([name, content]) => ({
+      name,
+      content: typeof content === 'string' ? Buffer.from(content) : content,
+    })),
+  );
 }

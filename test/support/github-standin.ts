@@ -16,7 +16,9 @@ export interface GithubStandin {
   app: GithubAppStandin;
   close(): Promise<void>;
   /** Extra routes: return true when handled. */
-  route(handler: (req: IncomingMessage, res: ServerResponse, body: string) => boolean | Promise<boolean>): void;
+  route(
+    handler: (req: IncomingMessage, res: ServerResponse, body: string) => boolean | Promise<boolean>,
+  ): void;
 }
 
 export async function startGithubStandin(): Promise<GithubStandin> {
@@ -50,20 +52,26 @@ export async function startGithubStandin(): Promise<GithubStandin> {
       const params = new URLSearchParams(body);
       const login = codes.get(params.get('code') ?? '');
       if (!login) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'bad_verification_code' }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: 'bad_verification_code' }));
         return;
       }
       codes.delete(params.get('code')!);
       const token = `gho_standin_${login}`;
       tokens.set(token, login);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'bearer', scope: 'read:user' }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, token_type: 'bearer', scope: 'read:user' }));
       return;
     }
     if (req.method === 'GET' && url.pathname === '/user') {
       const token = (req.headers.authorization ?? '').replace(/^(token|Bearer)\s+/i, '');
       const login = tokens.get(token);
       if (!login || !users.has(login)) {
-        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Bad credentials' }));
+        res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ message: 'Bad credentials' }));
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(users.get(login)));

@@ -29,7 +29,8 @@ export class TestAgent {
         WHERE id = $1 AND status = 'queued' RETURNING id`,
       [runId, this.id, this.name],
     );
-    if ((Array.isArray(rows[0]) ? rows[0] : rows).length !== 1) throw new Error(`run ${runId} was not queued`);
+    if ((Array.isArray(rows[0]) ? rows[0] : rows).length !== 1)
+      throw new Error(`run ${runId} was not queued`);
   }
 
   async send(runId: string, entries: BatchEntry[]) {
@@ -47,13 +48,25 @@ export class TestAgent {
     return this.send(runId, entries);
   }
 
-  async finish(runId: string, result: Partial<HarnessResultEvent> & Pick<HarnessResultEvent, 'status'>, canceled = false) {
+  async finish(
+    runId: string,
+    result: Partial<HarnessResultEvent> & Pick<HarnessResultEvent, 'status'>,
+    canceled = false,
+  ) {
     return this.lifecycle.finish(runId, this.id, {
       runId,
       lastSeq: this.seq.get(runId) ?? 0,
       canceled,
       exitCode: 0,
-      result: { type: 'result', failureCode: null, message: result.status, score: null, workloads: [], metrics: {}, ...result },
+      result: {
+        type: 'result',
+        failureCode: null,
+        message: result.status,
+        score: null,
+        workloads: [],
+        metrics: {},
+        ...result,
+      },
     });
   }
 
@@ -62,10 +75,39 @@ export class TestAgent {
     await this.claim(runId);
     await this.log(runId, ...lines);
     await this.send(runId, [
-      { type: 'event', ts: Date.now(), event: { type: 'sample', workload: 'b1-p16', index: 0, warmup: false, ttftMs: 5, tpotMs: 1.5, tps: 600, totalMs: 50, tokens: 32 } },
-      { type: 'event', ts: Date.now(), event: { type: 'check', name: 'output', passed: true, detail: 'every token matched' } },
+      {
+        type: 'event',
+        ts: Date.now(),
+        event: {
+          type: 'sample',
+          workload: 'b1-p16',
+          index: 0,
+          warmup: false,
+          ttftMs: 5,
+          tpotMs: 1.5,
+          tps: 600,
+          totalMs: 50,
+          tokens: 32,
+        },
+      },
+      {
+        type: 'event',
+        ts: Date.now(),
+        event: { type: 'check', name: 'output', passed: true, detail: 'every token matched' },
+      },
     ]);
-    const workloads: WorkloadSummary[] = [{ workload: 'b1-p16', samples: 1, tps: 600, ttftMs: 5, tpotMs: 1.5, totalMs: 50, spreadPct: 0, speedup: score / 100 }];
+    const workloads: WorkloadSummary[] = [
+      {
+        workload: 'b1-p16',
+        samples: 1,
+        tps: 600,
+        ttftMs: 5,
+        tpotMs: 1.5,
+        totalMs: 50,
+        spreadPct: 0,
+        speedup: score / 100,
+      },
+    ];
     return this.finish(runId, { status: 'succeeded', score, workloads, message: 'All checks passed.' });
   }
 }

@@ -22,7 +22,21 @@ export class AppModule {
   static forRoot(deps: CoreDeps): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(deps), UsersModule, BenchmarksModule, TeamsModule, TokensModule, AuthModule, SubmissionsModule, RunsModule, LeaderboardsModule, AgentsModule, LiveModule, CliModule, GithubModule],
+      imports: [
+        CoreModule.forRoot(deps),
+        UsersModule,
+        BenchmarksModule,
+        TeamsModule,
+        TokensModule,
+        AuthModule,
+        SubmissionsModule,
+        RunsModule,
+        LeaderboardsModule,
+        AgentsModule,
+        LiveModule,
+        CliModule,
+        GithubModule,
+      ],
       controllers: [HealthController],
       providers: [
         { provide: APP_PIPE, useClass: ZodValidationPipe },

@@ -49,11 +49,14 @@ export async function createHub(config: Config, options: HubOptions = {}): Promi
   }
   const dataSource = await openDatabase(url);
   const registry = options.registry ?? BenchmarkRegistry.fromDirectory(config.benchmarksDir);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, dataSource, registry, clock: options.clock }), {
-    logger: options.logger ?? LEVELS[config.LOG_LEVEL],
-    // Body parsers are registered below: the webhook route needs a larger limit than the rest.
-    bodyParser: false,
-  });
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot({ config, dataSource, registry, clock: options.clock }),
+    {
+      logger: options.logger ?? LEVELS[config.LOG_LEVEL],
+      // Body parsers are registered below: the webhook route needs a larger limit than the rest.
+      bodyParser: false,
+    },
+  );
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
   registerBodyParsers(app);
@@ -87,8 +90,12 @@ function registerBodyParsers(app: NestExpressApplication): void {
   app.use(webhooks, express.json({ limit: '25mb', verify: keepRaw }));
   const json = express.json({ limit: '1mb', verify: keepRaw });
   const form = express.urlencoded({ extended: true, limit: '1mb', verify: keepRaw });
-  app.use((req: Request, res: Response, next: NextFunction) => (req.path === webhooks ? next() : json(req, res, next)));
-  app.use((req: Request, res: Response, next: NextFunction) => (req.path === webhooks ? next() : form(req, res, next)));
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    req.path === webhooks ? next() : json(req, res, next),
+  );
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    req.path === webhooks ? next() : form(req, res, next),
+  );
 }
 
 /** The built SvelteKit app at `/`, with its fallback page for client-side routes. */
@@ -96,10 +103,19 @@ function serveWeb(app: NestExpressApplication, webDir: string): void {
   const fallback = ['200.html', 'index.html'].map((f) => path.join(webDir, f)).find((f) => existsSync(f));
   app.use(express.static(webDir, { index: 'index.html', maxAge: '1h', setHeaders: noCacheHtml }));
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'GET' || req.path.startsWith('/api/') || req.path === '/api' || req.path.startsWith('/socket.io')) return next();
+    if (
+      req.method !== 'GET' ||
+      req.path.startsWith('/api/') ||
+      req.path === '/api' ||
+      req.path.startsWith('/socket.io')
+    )
+      return next();
     if (!req.accepts('html')) return next();
     if (!fallback) {
-      res.status(200).type('text/plain').send('Dryft API is running. The web app is not built: run `npm run build`.');
+      res
+        .status(200)
+        .type('text/plain')
+        .send('Dryft API is running. The web app is not built: run `npm run build`.');
       return;
     }
     res.setHeader('Cache-Control', 'no-cache');

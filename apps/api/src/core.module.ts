@@ -26,7 +26,10 @@ export class CoreModule {
         { provide: DataSource, useValue: deps.dataSource },
         { provide: BenchmarkRegistry, useValue: deps.registry },
         { provide: Clock, useValue: deps.clock ?? new Clock() },
-        { provide: ArtifactStore, useValue: deps.artifacts ?? new DiskArtifactStore(deps.config.artifactDir) },
+        {
+          provide: ArtifactStore,
+          useValue: deps.artifacts ?? new DiskArtifactStore(deps.config.artifactDir),
+        },
         EventBus,
       ],
       exports: [CONFIG, DataSource, BenchmarkRegistry, Clock, EventBus, ArtifactStore],

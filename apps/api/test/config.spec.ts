@@ -4,12 +4,21 @@ import { ConfigError, loadConfig } from '../src/config/config';
 describe('loadConfig', () => {
   it('applies defaults', () => {
     const c = loadConfig({}, '/srv/dryft');
-    expect(c).toMatchObject({ PORT: 3000, dataDir: '/srv/dryft/.data', artifactDir: '/srv/dryft/.data/artifacts', githubOAuthConfigured: false, isProduction: false });
+    expect(c).toMatchObject({
+      PORT: 3000,
+      dataDir: '/srv/dryft/.data',
+      artifactDir: '/srv/dryft/.data/artifacts',
+      githubOAuthConfigured: false,
+      isProduction: false,
+    });
   });
 
   it('reports one line per problem', () => {
     try {
-      loadConfig({ PORT: 'eighty', PUBLIC_URL: 'not a url', GITHUB_CLIENT_ID: 'x', NODE_ENV: 'production' }, '/srv');
+      loadConfig(
+        { PORT: 'eighty', PUBLIC_URL: 'not a url', GITHUB_CLIENT_ID: 'x', NODE_ENV: 'production' },
+        '/srv',
+      );
       throw new Error('expected ConfigError');
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);

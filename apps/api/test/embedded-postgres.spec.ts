@@ -29,7 +29,9 @@ describe('ensureTraversable (embedded Postgres as root)', () => {
     chmodSync(closed, 0o700);
     const checkout = path.join(closed, 'dryft');
     mkdirSync(checkout);
-    expect(() => ensureTraversable(checkout, [checkout])).toThrow(/cannot enter .*dryft-home-.*chmod o\+x|DATABASE_URL/);
+    expect(() => ensureTraversable(checkout, [checkout])).toThrow(
+      /cannot enter .*dryft-home-.*chmod o\+x|DATABASE_URL/,
+    );
     expect(statSync(closed).mode & 0o777).toBe(0o700);
   });
 });

@@ -11,7 +11,10 @@ import { aMembership, aSession, aTeam, aTokenPrincipal, aUser } from './builders
 /** The team rules with the repository mocked: no database, only decisions. */
 function setup(members: MembershipEntity[], team = aTeam()) {
   const repo = {
-    findMembership: vi.fn(async (teamId: string, userId: string) => members.find((m) => m.teamId === teamId && m.userId === userId) ?? null),
+    findMembership: vi.fn(
+      async (teamId: string, userId: string) =>
+        members.find((m) => m.teamId === teamId && m.userId === userId) ?? null,
+    ),
     lockMembers: vi.fn(async () => members),
     listMembers: vi.fn(async () => members),
     findById: vi.fn(async () => team),
@@ -21,7 +24,9 @@ function setup(members: MembershipEntity[], team = aTeam()) {
     findByInviteCode: vi.fn(async (code: string) => (code === team.inviteCode ? team : null)),
     transaction: vi.fn(async (work: (tx: unknown) => Promise<unknown>) => work(repo)),
   };
-  const users = { findByIds: vi.fn(async (ids: string[]) => ids.map((id) => aUser({ id, login: id.slice(0, 6) }))) } as unknown as UsersService;
+  const users = {
+    findByIds: vi.fn(async (ids: string[]) => ids.map((id) => aUser({ id, login: id.slice(0, 6) }))),
+  } as unknown as UsersService;
   const benchmarks = { anyOpenForSubmissions: vi.fn(async () => true) } as unknown as BenchmarksService;
   const bus = new EventBus();
   const service = new TeamsService(repo as unknown as TeamsRepository, users, benchmarks, bus);
@@ -58,26 +63,44 @@ describe('TeamsService', () => {
   it('gives API tokens member permissions on their own team only', async () => {
     const { service } = setup([aMembership(team.id, owner.id, 'owner')], team);
     await expect(service.authorize(aTokenPrincipal(owner, team.id), team.id, 'run')).resolves.toBeTruthy();
-    expect((await refusal(service.authorize(aTokenPrincipal(owner, team.id), team.id, 'remove_members'))).code).toBe('token_not_allowed');
-    expect((await refusal(service.authorize(aTokenPrincipal(owner, 'other'), team.id, 'read'))).status).toBe(404);
+    expect(
+      (await refusal(service.authorize(aTokenPrincipal(owner, team.id), team.id, 'remove_members'))).code,
+    ).toBe('token_not_allowed');
+    expect((await refusal(service.authorize(aTokenPrincipal(owner, 'other'), team.id, 'read'))).status).toBe(
+      404,
+    );
   });
 
   it('refuses to demote the last owner', async () => {
-    const { service, repo } = setup([aMembership(team.id, owner.id, 'owner'), aMembership(team.id, member.id)], team);
-    expect((await refusal(service.changeRole(aSession(owner), team.id, owner.id, 'admin'))).code).toBe('last_owner');
+    const { service, repo } = setup(
+      [aMembership(team.id, owner.id, 'owner'), aMembership(team.id, member.id)],
+      team,
+    );
+    expect((await refusal(service.changeRole(aSession(owner), team.id, owner.id, 'admin'))).code).toBe(
+      'last_owner',
+    );
     expect(repo.setRole).not.toHaveBeenCalled();
   });
 
   it('lets an admin remove a member but not an owner', async () => {
-    const members = [aMembership(team.id, owner.id, 'owner'), aMembership(team.id, admin.id, 'admin'), aMembership(team.id, member.id)];
+    const members = [
+      aMembership(team.id, owner.id, 'owner'),
+      aMembership(team.id, admin.id, 'admin'),
+      aMembership(team.id, member.id),
+    ];
     const { service, repo } = setup(members, team);
-    expect((await refusal(service.removeMember(aSession(admin), team.id, owner.id))).code).toBe('cannot_remove_owner');
+    expect((await refusal(service.removeMember(aSession(admin), team.id, owner.id))).code).toBe(
+      'cannot_remove_owner',
+    );
     await service.removeMember(aSession(admin), team.id, member.id);
     expect(repo.removeMember).toHaveBeenCalledWith(team.id, member.id);
   });
 
   it('makes a sole owner name a new owner before leaving, then announces the departure', async () => {
-    const { service, repo, bus } = setup([aMembership(team.id, owner.id, 'owner'), aMembership(team.id, member.id)], team);
+    const { service, repo, bus } = setup(
+      [aMembership(team.id, owner.id, 'owner'), aMembership(team.id, member.id)],
+      team,
+    );
     const left = vi.fn();
     bus.on('team.member_left', left);
     expect((await refusal(service.leave(aSession(owner), team.id))).code).toBe('ownership_transfer_required');

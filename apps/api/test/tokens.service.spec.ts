@@ -31,7 +31,9 @@ describe('TokensService.authenticate', () => {
     const { service, repo } = setup(null);
     expect(await code(service.authenticate('dryft_pat_x'))).toBe('token_malformed');
     const t = generateToken('pat');
-    expect(await code(service.authenticate(t.slice(0, -2) + (t.endsWith('zz') ? 'yy' : 'zz')))).toBe('token_bad_checksum');
+    expect(await code(service.authenticate(t.slice(0, -2) + (t.endsWith('zz') ? 'yy' : 'zz')))).toBe(
+      'token_bad_checksum',
+    );
     expect(await code(service.authenticate(generateToken('agent')))).toBe('token_malformed');
     expect(repo.findByHash).not.toHaveBeenCalled();
   });

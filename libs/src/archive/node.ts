@@ -15,7 +15,10 @@ import { TarInput, writeTar } from './tar';
  * Decompresses at most `limit` bytes of a gzip stream. It counts while decompressing and stops
  * there, so a gzip bomb costs no more than the limit in memory or time.
  */
-export function gunzipLimited(data: Uint8Array, limit: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+export function gunzipLimited(
+  data: Uint8Array,
+  limit: number,
+): Promise<{ bytes: Buffer; truncated: boolean }> {
   return new Promise((resolve, reject) => {
     const gunzip = createGunzip();
     const chunks: Buffer[] = [];
@@ -51,7 +54,10 @@ export async function validateArchive(data: Uint8Array): Promise<Validation<Arch
     tar = await gunzipLimited(data, MAX_TAR_STREAM_BYTES);
   } catch (err) {
     return mergeContainerProblems([
-      { rule: 'format', message: `The gzip stream is corrupt or truncated (${(err as Error).message}); package it again.` },
+      {
+        rule: 'format',
+        message: `The gzip stream is corrupt or truncated (${(err as Error).message}); package it again.`,
+      },
     ]);
   }
   return validateTar(tar.bytes, { truncatedAtLimit: tar.truncated });
@@ -95,7 +101,10 @@ export async function packFolder(root: string): Promise<Buffer> {
  * Writes validated files into a fresh, empty directory and nowhere else: every path is resolved and
  * checked to stay inside, folders are created without following links, and no file is overwritten.
  */
-export async function unpackValidated(files: { path: string; content: Uint8Array }[], dir: string): Promise<void> {
+export async function unpackValidated(
+  files: { path: string; content: Uint8Array }[],
+  dir: string,
+): Promise<void> {
   const root = path.resolve(dir);
   const existing = await fs.readdir(root);
   if (existing.length > 0) throw new Error(`${root} is not empty; unpack only into a fresh directory`);
@@ -104,7 +113,8 @@ export async function unpackValidated(files: { path: string; content: Uint8Array
     if (!target.startsWith(root + path.sep)) throw new Error(`${file.path} would land outside the workspace`);
     await fs.mkdir(path.dirname(target), { recursive: true });
     const real = await fs.realpath(path.dirname(target));
-    if (real !== root && !real.startsWith(root + path.sep)) throw new Error(`${file.path} would land outside the workspace`);
+    if (real !== root && !real.startsWith(root + path.sep))
+      throw new Error(`${file.path} would land outside the workspace`);
     await fs.writeFile(target, file.content, { flag: 'wx', mode: 0o644 });
   }
 }

@@ -12,7 +12,18 @@ export const ARCHIVE_LIMITS = {
 
 export const SINGLE_FILE_LIMITS = { bytes: 256 * 1024, filename: 'submission.py' } as const;
 
-export const ALLOWED_EXTENSIONS = ['.py', '.pyi', '.yaml', '.yml', '.json', '.toml', '.txt', '.md', '.cfg', '.ini'];
+export const ALLOWED_EXTENSIONS = [
+  '.py',
+  '.pyi',
+  '.yaml',
+  '.yml',
+  '.json',
+  '.toml',
+  '.txt',
+  '.md',
+  '.cfg',
+  '.ini',
+];
 
 export const ARCHIVE_RULES = {
   format: 'A gzip-compressed tar archive (.tar.gz); ZIP is not supported',
@@ -85,21 +96,37 @@ function extensionOf(path: string): string {
   return dot <= 0 ? '' : base.slice(dot).toLowerCase();
 }
 
-function verdictsFor<R extends string>(rules: Record<R, string>, problems: RuleProblem<R>[]): RuleVerdict<R>[] {
+function verdictsFor<R extends string>(
+  rules: Record<R, string>,
+  problems: RuleProblem<R>[],
+): RuleVerdict<R>[] {
   return (Object.keys(rules) as R[]).map((rule) => {
     const mine = problems.filter((p) => p.rule === rule).map((p) => p.message);
     return { rule, title: rules[rule], passed: mine.length === 0, problems: mine };
   });
 }
 
-function finish(problems: RuleProblem<ArchiveRule>[], files: ValidatedFile[], expandedBytes: number): Validation<ArchiveRule> {
+function finish(
+  problems: RuleProblem<ArchiveRule>[],
+  files: ValidatedFile[],
+  expandedBytes: number,
+): Validation<ArchiveRule> {
   // A refused archive yields no files, so nothing can unpack part of it by mistake.
   const ok = problems.length === 0;
-  return { ok, problems, verdicts: verdictsFor(ARCHIVE_RULES, problems), files: ok ? files : [], expandedBytes };
+  return {
+    ok,
+    problems,
+    verdicts: verdictsFor(ARCHIVE_RULES, problems),
+    files: ok ? files : [],
+    expandedBytes,
+  };
 }
 
 /** Checks what the first bytes say the upload is, before anything is decompressed. */
-export function checkCompressedContainer(head: Uint8Array, compressedSize: number): RuleProblem<ArchiveRule>[] {
+export function checkCompressedContainer(
+  head: Uint8Array,
+  compressedSize: number,
+): RuleProblem<ArchiveRule>[] {
   const problems: RuleProblem<ArchiveRule>[] = [];
   if (compressedSize > ARCHIVE_LIMITS.compressedBytes) {
     problems.push({
@@ -107,10 +134,16 @@ export function checkCompressedContainer(head: Uint8Array, compressedSize: numbe
       message: `The archive is ${compressedSize} bytes; the limit is ${ARCHIVE_LIMITS.compressedBytes} bytes (2 MiB) compressed. Remove large files such as weights or data.`,
     });
   }
-  if (head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b && (head[2] === 3 || head[2] === 5 || head[2] === 7)) {
+  if (
+    head.length >= 4 &&
+    head[0] === 0x50 &&
+    head[1] === 0x4b &&
+    (head[2] === 3 || head[2] === 5 || head[2] === 7)
+  ) {
     problems.push({
       rule: 'format',
-      message: 'ZIP archives are not supported: package the folder as .tar.gz, e.g. `dryft package engine --output submission.tar.gz`.',
+      message:
+        'ZIP archives are not supported: package the folder as .tar.gz, e.g. `dryft package engine --output submission.tar.gz`.',
     });
   } else if (head.length < 2 || head[0] !== 0x1f || head[1] !== 0x8b) {
     problems.push({
@@ -125,7 +158,10 @@ export function checkCompressedContainer(head: Uint8Array, compressedSize: numbe
  * Validates the tar stream (already decompressed by the caller, who stops at the expanded limit and
  * reports `truncatedAtLimit`). Collects every problem it can name, entry by entry.
  */
-export function validateTar(tar: Uint8Array, opts: { truncatedAtLimit?: boolean } = {}): Validation<ArchiveRule> {
+export function validateTar(
+  tar: Uint8Array,
+  opts: { truncatedAtLimit?: boolean } = {},
+): Validation<ArchiveRule> {
   const problems: RuleProblem<ArchiveRule>[] = [];
   const files: ValidatedFile[] = [];
   const seen = new Map<string, string>();
@@ -142,29 +178,53 @@ export function validateTar(tar: Uint8Array, opts: { truncatedAtLimit?: boolean 
     const name = entry.name;
     const shown = JSON.stringify(name);
     if (entry.type === 'symlink' || entry.type === 'hardlink') {
-      problems.push({ rule: 'entry_types', entry: name, message: `${shown} is a link; include the file itself instead.` });
+      problems.push({
+        rule: 'entry_types',
+        entry: name,
+        message: `${shown} is a link; include the file itself instead.`,
+      });
       return;
     }
     if (entry.type !== 'file' && entry.type !== 'directory') {
-      problems.push({ rule: 'entry_types', entry: name, message: `${shown} is a ${entry.type}, not a regular file.` });
+      problems.push({
+        rule: 'entry_types',
+        entry: name,
+        message: `${shown} is a ${entry.type}, not a regular file.`,
+      });
       return;
     }
     // eslint-disable-next-line no-control-regex -- control characters in names are what this refuses
     if (name === '' || /[\u0000-\u001f\u007f\\]/.test(name)) {
-      problems.push({ rule: 'paths', entry: name, message: `${shown} has an empty name, a control character or a backslash.` });
+      problems.push({
+        rule: 'paths',
+        entry: name,
+        message: `${shown} has an empty name, a control character or a backslash.`,
+      });
       return;
     }
     if (name.startsWith('/')) {
-      problems.push({ rule: 'paths', entry: name, message: `${shown} is an absolute path; paths must be relative to the archive root.` });
+      problems.push({
+        rule: 'paths',
+        entry: name,
+        message: `${shown} is an absolute path; paths must be relative to the archive root.`,
+      });
       return;
     }
     if (name.startsWith('./')) {
-      problems.push({ rule: 'layout', entry: name, message: `${shown} starts with ./; package without ./ prefixes (dryft package does this).` });
+      problems.push({
+        rule: 'layout',
+        entry: name,
+        message: `${shown} starts with ./; package without ./ prefixes (dryft package does this).`,
+      });
       return;
     }
     const parts = name.replace(/\/$/, '').split('/');
     if (parts.some((p) => p === '..' || p === '.' || p === '')) {
-      problems.push({ rule: 'paths', entry: name, message: `${shown} contains "..", "." or an empty path segment.` });
+      problems.push({
+        rule: 'paths',
+        entry: name,
+        message: `${shown} contains "..", "." or an empty path segment.`,
+      });
       return;
     }
     const key = name.replace(/\/$/, '').normalize('NFC').toLowerCase();
@@ -184,12 +244,18 @@ export function validateTar(tar: Uint8Array, opts: { truncatedAtLimit?: boolean 
     if (entry.type === 'directory') return;
     fileCount += 1;
     if (fileCount > ARCHIVE_LIMITS.files) {
-      problems.push({ rule: 'file_count', message: `The archive holds more than ${ARCHIVE_LIMITS.files} files.` });
+      problems.push({
+        rule: 'file_count',
+        message: `The archive holds more than ${ARCHIVE_LIMITS.files} files.`,
+      });
       throw new StopReading();
     }
     expanded += entry.size;
     if (expanded > ARCHIVE_LIMITS.expandedBytes) {
-      problems.push({ rule: 'expanded_size', message: `The files add up to more than ${ARCHIVE_LIMITS.expandedBytes} bytes (16 MiB).` });
+      problems.push({
+        rule: 'expanded_size',
+        message: `The files add up to more than ${ARCHIVE_LIMITS.expandedBytes} bytes (16 MiB).`,
+      });
       throw new StopReading();
     }
     const base = parts[parts.length - 1];
@@ -211,7 +277,11 @@ export function validateTar(tar: Uint8Array, opts: { truncatedAtLimit?: boolean 
       return;
     }
     if (!isUtf8(entry.content)) {
-      problems.push({ rule: 'text', entry: name, message: `${shown} is not UTF-8 text; ship source files only.` });
+      problems.push({
+        rule: 'text',
+        entry: name,
+        message: `${shown} is not UTF-8 text; ship source files only.`,
+      });
       return;
     }
     files.push({ path: name, size: entry.size, content: entry.content });
@@ -220,7 +290,10 @@ export function validateTar(tar: Uint8Array, opts: { truncatedAtLimit?: boolean 
     readTar(tar, onEntry);
   } catch (err) {
     if (err instanceof TarFormatError) {
-      problems.push({ rule: 'format', message: `The archive is corrupt or truncated: ${err.message}. Package it again.` });
+      problems.push({
+        rule: 'format',
+        message: `The archive is corrupt or truncated: ${err.message}. Package it again.`,
+      });
     } else if (!(err instanceof StopReading)) {
       throw err;
     }
@@ -256,10 +329,17 @@ function checkLayout(names: string[], problems: RuleProblem<ArchiveRule>[]): voi
 export function validateSingleFile(filename: string, content: Uint8Array): Validation<SingleFileRule> {
   const problems: RuleProblem<SingleFileRule>[] = [];
   if (filename !== SINGLE_FILE_LIMITS.filename) {
-    problems.push({ rule: 'filename', entry: filename, message: `The file must be named submission.py, not ${JSON.stringify(filename)}.` });
+    problems.push({
+      rule: 'filename',
+      entry: filename,
+      message: `The file must be named submission.py, not ${JSON.stringify(filename)}.`,
+    });
   }
   if (content.length > SINGLE_FILE_LIMITS.bytes) {
-    problems.push({ rule: 'size', message: `The file is ${content.length} bytes; the limit is ${SINGLE_FILE_LIMITS.bytes} bytes (256 KiB).` });
+    problems.push({
+      rule: 'size',
+      message: `The file is ${content.length} bytes; the limit is ${SINGLE_FILE_LIMITS.bytes} bytes (256 KiB).`,
+    });
   }
   if (!isUtf8(content)) {
     problems.push({ rule: 'text', message: 'submission.py is not valid UTF-8 text.' });
@@ -268,16 +348,21 @@ export function validateSingleFile(filename: string, content: Uint8Array): Valid
     ok: problems.length === 0,
     problems,
     verdicts: verdictsFor(SINGLE_FILE_RULES, problems),
-    files: problems.length === 0 ? [{ path: SINGLE_FILE_LIMITS.filename, size: content.length, content }] : [],
+    files:
+      problems.length === 0 ? [{ path: SINGLE_FILE_LIMITS.filename, size: content.length, content }] : [],
     expandedBytes: content.length,
   };
 }
 
 /** Combines the container check with the tar check into one verdict. */
-export function mergeContainerProblems(container: RuleProblem<ArchiveRule>[], tar?: Validation<ArchiveRule>): Validation<ArchiveRule> {
+export function mergeContainerProblems(
+  container: RuleProblem<ArchiveRule>[],
+  tar?: Validation<ArchiveRule>,
+): Validation<ArchiveRule> {
   const problems = [...container, ...(tar?.problems ?? [])];
   return finish(problems, problems.length === 0 ? (tar?.files ?? []) : [], tar?.expandedBytes ?? 0);
 }
 
 /** The upper bound of tar bytes worth decompressing: the content limit plus headers and padding. */
-export const MAX_TAR_STREAM_BYTES = ARCHIVE_LIMITS.expandedBytes + (ARCHIVE_LIMITS.files + 2) * 3 * 512 + 1024;
+export const MAX_TAR_STREAM_BYTES =
+  ARCHIVE_LIMITS.expandedBytes + (ARCHIVE_LIMITS.files + 2) * 3 * 512 + 1024;

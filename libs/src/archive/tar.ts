@@ -91,7 +91,8 @@ export function readTar(data: Uint8Array, onEntry: (entry: TarEntry) => void): v
     }
     let sum = 0;
     for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : header[i];
-    if (sum !== octal(header, 148, 8)) throw new TarFormatError('tar header checksum mismatch (corrupt archive)');
+    if (sum !== octal(header, 148, 8))
+      throw new TarFormatError('tar header checksum mismatch (corrupt archive)');
     const size = octal(header, 124, 12);
     const flag = String.fromCharCode(header[156]);
     const start = offset + BLOCK;

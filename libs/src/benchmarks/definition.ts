@@ -29,7 +29,10 @@ const Common = z.object({
   announcement: z.string().optional(),
 });
 
-export const DailyLimits = z.object({ public: z.number().int().positive().optional(), official: z.number().int().positive().optional() });
+export const DailyLimits = z.object({
+  public: z.number().int().positive().optional(),
+  official: z.number().int().positive().optional(),
+});
 
 export const DecodeBenchmarkDefinition = Common.extend({
   kind: z.literal('decode'),
@@ -44,7 +47,11 @@ export const DecodeBenchmarkDefinition = Common.extend({
   /** Trusted baseline engine folder (score 100). */
   baselineEngine: z.string(),
   workloads: z.object({ public: z.array(DecodeWorkload).min(1), hidden: z.array(DecodeWorkload).min(1) }),
-  samples: z.object({ public: z.number().int().positive(), official: z.number().int().positive(), warmup: z.number().int().nonnegative() }),
+  samples: z.object({
+    public: z.number().int().positive(),
+    official: z.number().int().positive(),
+    warmup: z.number().int().nonnegative(),
+  }),
   limits: DecodeLimits,
   checks: DecodeChecks,
   dailyLimits: DailyLimits.default({}),
@@ -75,7 +82,11 @@ export const TrainingDataset = z.object({
 
 export const TrainingBenchmarkDefinition = Common.extend({
   kind: z.literal('training'),
-  submission: z.object({ type: z.literal('file'), filename: z.literal('submission.py'), maxBytes: z.number().int().positive() }),
+  submission: z.object({
+    type: z.literal('file'),
+    filename: z.literal('submission.py'),
+    maxBytes: z.number().int().positive(),
+  }),
   maxModelStateElements: z.number().int().positive(),
   tiers: z.array(TrainingTier).min(1),
   datasets: z.array(TrainingDataset),
@@ -89,11 +100,17 @@ export const BenchmarkDefinition = z
     const tierIds = new Set(def.tiers.map((t) => t.id));
     def.datasets.forEach((d, i) => {
       for (const t of d.tiers) {
-        if (!tierIds.has(t)) ctx.addIssue({ code: 'custom', path: ['datasets', i, 'tiers'], message: `unknown tier "${t}"` });
+        if (!tierIds.has(t))
+          ctx.addIssue({ code: 'custom', path: ['datasets', i, 'tiers'], message: `unknown tier "${t}"` });
       }
     });
     def.tiers.forEach((t, i) => {
-      if (t.ranked && !t.hiddenTask) ctx.addIssue({ code: 'custom', path: ['tiers', i, 'hiddenTask'], message: 'a ranked tier needs its hidden task' });
+      if (t.ranked && !t.hiddenTask)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tiers', i, 'hiddenTask'],
+          message: 'a ranked tier needs its hidden task',
+        });
     });
   });
 export type BenchmarkDefinition = z.infer<typeof BenchmarkDefinition>;
@@ -110,7 +127,11 @@ export const PublicBenchmark = z.object({
   evaluationsOpen: z.boolean(),
   runTimeLimitSeconds: z.number().int(),
   hardware: z.object({ accelerator: z.enum(['gpu', 'cpu']), gpuModels: z.array(z.string()) }),
-  submission: z.object({ type: z.enum(['archive', 'file']), filename: z.string().optional(), maxBytes: z.number().optional() }),
+  submission: z.object({
+    type: z.enum(['archive', 'file']),
+    filename: z.string().optional(),
+    maxBytes: z.number().optional(),
+  }),
   scoring: z.object({ unit: z.string(), description: z.string() }),
   announcement: z.string().nullable(),
   publicWorkloads: z.array(DecodeWorkload).optional(),
@@ -118,7 +139,16 @@ export const PublicBenchmark = z.object({
   checks: DecodeChecks.optional(),
   limits: DecodeLimits.optional(),
   tiers: z
-    .array(z.object({ id: z.string(), title: z.string(), trainingSeconds: z.number(), dailyLimit: z.number(), ranked: z.boolean(), datasets: z.array(z.object({ id: z.string(), title: z.string() })) }))
+    .array(
+      z.object({
+        id: z.string(),
+        title: z.string(),
+        trainingSeconds: z.number(),
+        dailyLimit: z.number(),
+        ranked: z.boolean(),
+        datasets: z.array(z.object({ id: z.string(), title: z.string() })),
+      }),
+    )
     .optional(),
 });
 export type PublicBenchmark = z.infer<typeof PublicBenchmark>;

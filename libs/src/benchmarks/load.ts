@@ -18,7 +18,9 @@ export function loadBenchmarkDefinitions(dir: string): BenchmarkDefinition[] {
   const out: BenchmarkDefinition[] = [];
   let files: string[];
   try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.yaml') || f.endsWith('.yml')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+      .sort();
   } catch (err) {
     throw new BenchmarkConfigError([`${dir}: cannot read the benchmarks folder (${(err as Error).message})`]);
   }

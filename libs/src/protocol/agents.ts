@@ -49,7 +49,9 @@ export const AgentReadyAck = z.object({
   leaseSeconds: z.number().positive().optional(),
   draining: z.boolean().optional(),
   /** Per run in `activeRuns`: keep going (resend batches after `ackedSeq`) or stop it at once. */
-  runs: z.array(z.object({ runId: z.string(), ackedSeq: z.number().int().nonnegative(), keep: z.boolean() })).default([]),
+  runs: z
+    .array(z.object({ runId: z.string(), ackedSeq: z.number().int().nonnegative(), keep: z.boolean() }))
+    .default([]),
 });
 export type AgentReadyAck = z.infer<typeof AgentReadyAck>;
 

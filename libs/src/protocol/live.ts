@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { AgentView } from './agents';
-import { CheckView, LeaderboardView, LogLine, MetricView, RunResultView, RunView, SampleView } from '../rest/runs';
+import {
+  CheckView,
+  LeaderboardView,
+  LogLine,
+  MetricView,
+  RunResultView,
+  RunView,
+  SampleView,
+} from '../rest/runs';
 
 /**
  * The `/live` socket.io namespace for browsers and the CLI. Authenticated at the handshake by the
@@ -54,4 +62,6 @@ export const LiveServerToClient = {
   'agents.update': AgentsUpdateEvent,
 } as const;
 
-export type LiveServerEvents = { [K in keyof typeof LiveServerToClient]: z.infer<(typeof LiveServerToClient)[K]> };
+export type LiveServerEvents = {
+  [K in keyof typeof LiveServerToClient]: z.infer<(typeof LiveServerToClient)[K]>;
+};

@@ -8,7 +8,10 @@ export const DevSignInBody = z.object({
   login: z
     .string()
     .trim()
-    .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/, 'a GitHub-style login: letters, digits and dashes, up to 39 characters'),
+    .regex(
+      /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/,
+      'a GitHub-style login: letters, digits and dashes, up to 39 characters',
+    ),
 });
 
 export const UserView = z.object({
@@ -42,7 +45,9 @@ export type MeView = z.infer<typeof MeView>;
 export const CreateTeamBody = z.object({
   name: z.string().trim().min(2, 'at least 2 characters').max(60, 'at most 60 characters'),
 });
-export const JoinTeamBody = z.object({ code: z.string().trim().min(1, 'enter the six-character invite code') });
+export const JoinTeamBody = z.object({
+  code: z.string().trim().min(1, 'enter the six-character invite code'),
+});
 export const SwitchTeamBody = z.object({ teamId: z.string().uuid('a team id') });
 export const ChangeRoleBody = z.object({ role: Role });
 export const LeaveTeamBody = z.object({ newOwnerUserId: z.string().uuid().optional() });
@@ -95,4 +100,8 @@ export const CreatedTokenView = TokenView.extend({
 });
 export type CreatedTokenView = z.infer<typeof CreatedTokenView>;
 
-export const HealthView = z.object({ status: z.enum(['ok', 'degraded']), db: z.enum(['up', 'down']), version: z.string() });
+export const HealthView = z.object({
+  status: z.enum(['ok', 'degraded']),
+  db: z.enum(['up', 'down']),
+  version: z.string(),
+});

@@ -8,7 +8,12 @@ export const RunStatus = z.enum(['queued', 'assigned', 'running', 'succeeded', '
 export type RunStatus = z.infer<typeof RunStatus>;
 export const TERMINAL_STATUSES: RunStatus[] = ['succeeded', 'failed', 'canceled'];
 
-export const RuleVerdictView = z.object({ rule: z.string(), title: z.string(), passed: z.boolean(), problems: z.array(z.string()) });
+export const RuleVerdictView = z.object({
+  rule: z.string(),
+  title: z.string(),
+  passed: z.boolean(),
+  problems: z.array(z.string()),
+});
 
 export const SubmissionView = z.object({
   id: z.string(),
@@ -86,7 +91,9 @@ export type RunView = z.infer<typeof RunView>;
 export const CreateRunResponse = z.object({ run: RunView, quota: QuotaView });
 export type CreateRunResponse = z.infer<typeof CreateRunResponse>;
 
-export const CancelRunBody = z.object({ reason: z.string().trim().min(1, 'say why (shown in the run history)').max(500) });
+export const CancelRunBody = z.object({
+  reason: z.string().trim().min(1, 'say why (shown in the run history)').max(500),
+});
 
 export const CancelRunResponse = z.object({ run: RunView, changed: z.boolean(), message: z.string() });
 
@@ -179,9 +186,19 @@ export type RankView = z.infer<typeof RankView>;
 
 export const TeamPageView = z.object({
   team: z.object({ name: z.string(), slug: z.string(), createdAt: z.string() }),
-  members: z.array(z.object({ login: z.string(), name: z.string().nullable(), avatarUrl: z.string().nullable() })),
+  members: z.array(
+    z.object({ login: z.string(), name: z.string().nullable(), avatarUrl: z.string().nullable() }),
+  ),
   /** Every result that raised the team's best, per benchmark, oldest first. */
-  history: z.array(z.object({ benchmarkId: z.string(), score: z.number(), runId: z.string(), achievedAt: z.string(), rulesVersion: z.number().int() })),
+  history: z.array(
+    z.object({
+      benchmarkId: z.string(),
+      score: z.number(),
+      runId: z.string(),
+      achievedAt: z.string(),
+      rulesVersion: z.number().int(),
+    }),
+  ),
   places: z.array(z.object({ benchmarkId: z.string(), rank: z.number().int(), score: z.number() })),
 });
 export type TeamPageView = z.infer<typeof TeamPageView>;

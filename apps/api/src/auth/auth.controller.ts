@@ -1,4 +1,16 @@
-import { Body, CanActivate, Controller, Get, HttpCode, Inject, Injectable, Post, Req, Res, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  CanActivate,
+  Controller,
+  Get,
+  HttpCode,
+  Inject,
+  Injectable,
+  Post,
+  Req,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import { AuthGuard as PassportGuard } from '@nestjs/passport';
 import type { Request, Response } from 'express';
 import type { MeView } from '@dryft/libs';
@@ -15,7 +27,10 @@ export class GithubGate implements CanActivate {
   constructor(@Inject(CONFIG) private readonly config: Config) {}
   canActivate(): boolean {
     if (!this.config.githubOAuthConfigured) {
-      throw notFound('github_sign_in_unconfigured', 'GitHub sign-in is not configured on this hub (GITHUB_CLIENT_ID/GITHUB_CLIENT_SECRET).');
+      throw notFound(
+        'github_sign_in_unconfigured',
+        'GitHub sign-in is not configured on this hub (GITHUB_CLIENT_ID/GITHUB_CLIENT_SECRET).',
+      );
     }
     return true;
   }
@@ -68,7 +83,12 @@ export class AuthController {
 
   private async signIn(user: UserEntity, res: Response): Promise<MeView> {
     const session = await this.auth.startSession(user);
-    const base = { sameSite: 'lax' as const, secure: this.config.cookieSecure, path: '/', expires: session.expiresAt };
+    const base = {
+      sameSite: 'lax' as const,
+      secure: this.config.cookieSecure,
+      path: '/',
+      expires: session.expiresAt,
+    };
     res.cookie(SESSION_COOKIE, session.cookie, { ...base, httpOnly: true });
     // Readable by the web app, which echoes it in X-CSRF-Token; useless to another site.
     res.cookie(CSRF_COOKIE, session.csrfToken, { ...base, httpOnly: false });
@@ -76,4 +96,3 @@ export class AuthController {
     return this.auth.me(principal!);
   }
 }
-

@@ -22,7 +22,10 @@ export class AuthGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<AuthedRequest>();
-    const isPublic = this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()]);
+    const isPublic = this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
     const principal = await this.auth.authenticate({
       authorization: req.headers.authorization,
       sessionCookie: (req as { cookies?: Record<string, string> }).cookies?.[SESSION_COOKIE],
@@ -30,13 +33,20 @@ export class AuthGuard implements CanActivate {
     req.principal = principal;
     if (!principal) {
       if (isPublic) return true;
-      throw unauthorized('sign_in_required', 'Sign in, or send a team API token as "Authorization: Bearer dryft_pat_…".');
+      throw unauthorized(
+        'sign_in_required',
+        'Sign in, or send a team API token as "Authorization: Bearer dryft_pat_…".',
+      );
     }
     if (principal.via === 'session' && !SAFE_METHODS.has(req.method)) {
       const sent = String(req.headers[CSRF_HEADER] ?? '');
       const expected = principal.session!.csrfToken;
       const ok = sent.length === expected.length && timingSafeEqual(Buffer.from(sent), Buffer.from(expected));
-      if (!ok) throw forbidden('csrf_failed', 'Missing or wrong X-CSRF-Token header: reload the page and try again.');
+      if (!ok)
+        throw forbidden(
+          'csrf_failed',
+          'Missing or wrong X-CSRF-Token header: reload the page and try again.',
+        );
     }
     return true;
   }

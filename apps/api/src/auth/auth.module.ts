@@ -13,7 +13,13 @@ import { GithubStrategy } from './strategies/github.strategy';
 @Module({
   imports: [UsersModule, TeamsModule, TokensModule],
   controllers: [AuthController, UsersController],
-  providers: [AuthService, SessionsRepository, GithubStrategy, GithubGate, { provide: APP_GUARD, useClass: AuthGuard }],
+  providers: [
+    AuthService,
+    SessionsRepository,
+    GithubStrategy,
+    GithubGate,
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
   exports: [AuthService],
 })
 export class AuthModule {}

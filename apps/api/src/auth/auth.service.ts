@@ -36,7 +36,8 @@ export class AuthService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const clear = ({ teamId, userId }: { teamId: string; userId: string }) => this.sessions.clearActiveTeamForUser(userId, teamId);
+    const clear = ({ teamId, userId }: { teamId: string; userId: string }) =>
+      this.sessions.clearActiveTeamForUser(userId, teamId);
     this.bus.on('team.member_left', clear);
     this.bus.on('team.member_removed', clear);
   }
@@ -52,7 +53,8 @@ export class AuthService implements OnModuleInit {
   async authenticate(creds: Credentials): Promise<Principal | null> {
     if (creds.authorization) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(creds.authorization);
-      if (!match) throw unauthorized('bad_authorization', 'Send the token as "Authorization: Bearer dryft_pat_…".');
+      if (!match)
+        throw unauthorized('bad_authorization', 'Send the token as "Authorization: Bearer dryft_pat_…".');
       return this.tokens.authenticate(match[1]);
     }
     if (creds.sessionCookie) {
@@ -60,7 +62,13 @@ export class AuthService implements OnModuleInit {
       if (!session || session.expiresAt.getTime() <= this.clock.now().getTime()) return null;
       const user = await this.users.findById(session.userId);
       if (!user) return null;
-      return { user, isAdmin: this.users.isAdmin(user), via: 'session', teamId: await this.activeTeam(session.activeTeamId, user.id), session };
+      return {
+        user,
+        isAdmin: this.users.isAdmin(user),
+        via: 'session',
+        teamId: await this.activeTeam(session.activeTeamId, user.id),
+        session,
+      };
     }
     return null;
   }
@@ -71,13 +79,23 @@ export class AuthService implements OnModuleInit {
     const csrfToken = randomBytes(24).toString('base64url');
     const expiresAt = new Date(this.clock.now().getTime() + this.config.SESSION_TTL_HOURS * 3600_000);
     const teams = await this.teams.listMine(user.id);
-    await this.sessions.create({ idHash: sha256(cookie), userId: user.id, activeTeamId: teams[0]?.id ?? null, csrfToken, createdAt: this.clock.now(), expiresAt });
+    await this.sessions.create({
+      idHash: sha256(cookie),
+      userId: user.id,
+      activeTeamId: teams[0]?.id ?? null,
+      csrfToken,
+      createdAt: this.clock.now(),
+      expiresAt,
+    });
     return { cookie, csrfToken, expiresAt };
   }
 
   async devSignIn(login: string): Promise<UserEntity> {
     if (!this.devSignInEnabled) {
-      throw notFound('dev_sign_in_disabled', 'Dev sign-in exists only in development without a GitHub OAuth client; sign in with GitHub.');
+      throw notFound(
+        'dev_sign_in_disabled',
+        'Dev sign-in exists only in development without a GitHub OAuth client; sign in with GitHub.',
+      );
     }
     return this.users.findOrCreateDevUser(login);
   }
@@ -87,7 +105,8 @@ export class AuthService implements OnModuleInit {
   }
 
   async switchTeam(principal: Principal, teamId: string): Promise<MeView> {
-    if (!principal.session) throw badRequest('token_has_fixed_team', 'An API token always acts for its own team.');
+    if (!principal.session)
+      throw badRequest('token_has_fixed_team', 'An API token always acts for its own team.');
     await this.teams.authorize(principal, teamId, 'read');
     await this.sessions.setActiveTeam(principal.session.idHash, teamId);
     return this.me({ ...principal, teamId });

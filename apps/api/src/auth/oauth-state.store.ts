@@ -13,15 +13,32 @@ export class CookieStateStore {
   store(req: Request, ...rest: unknown[]): void {
     const callback = rest[rest.length - 1] as (err: Error | null, state?: string) => void;
     const state = randomBytes(24).toString('base64url');
-    req.res?.cookie(OAUTH_STATE_COOKIE, state, { httpOnly: true, sameSite: 'lax', secure: this.secure, maxAge: 10 * 60_000, path: '/api/auth' });
+    req.res?.cookie(OAUTH_STATE_COOKIE, state, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.secure,
+      maxAge: 10 * 60_000,
+      path: '/api/auth',
+    });
     callback(null, state);
   }
 
   verify(req: Request, provided: string, ...rest: unknown[]): void {
-    const callback = rest[rest.length - 1] as (err: Error | null, ok: boolean, info?: { message: string }) => void;
+    const callback = rest[rest.length - 1] as (
+      err: Error | null,
+      ok: boolean,
+      info?: { message: string },
+    ) => void;
     const expected = (req as { cookies?: Record<string, string> }).cookies?.[OAUTH_STATE_COOKIE] ?? '';
     req.res?.clearCookie(OAUTH_STATE_COOKIE, { path: '/api/auth' });
-    const ok = expected.length > 0 && expected.length === provided.length && timingSafeEqual(Buffer.from(expected), Buffer.from(provided));
-    callback(null, ok, ok ? undefined : { message: 'The sign-in link expired or came from another browser; sign in again.' });
+    const ok =
+      expected.length > 0 &&
+      expected.length === provided.length &&
+      timingSafeEqual(Buffer.from(expected), Buffer.from(provided));
+    callback(
+      null,
+      ok,
+      ok ? undefined : { message: 'The sign-in link expired or came from another browser; sign in again.' },
+    );
   }
 }

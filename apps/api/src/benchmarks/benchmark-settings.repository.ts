@@ -20,7 +20,10 @@ export class BenchmarkSettingsRepository {
     await this.repo.createQueryBuilder().insert().values(rows).orIgnore().execute();
   }
 
-  async update(benchmarkId: string, patch: Partial<BenchmarkSettingsEntity>): Promise<BenchmarkSettingsEntity> {
+  async update(
+    benchmarkId: string,
+    patch: Partial<BenchmarkSettingsEntity>,
+  ): Promise<BenchmarkSettingsEntity> {
     await this.repo.update({ benchmarkId }, patch);
     return (await this.repo.findOneBy({ benchmarkId }))!;
   }

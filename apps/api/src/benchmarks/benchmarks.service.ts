@@ -46,7 +46,10 @@ export class BenchmarksService implements OnModuleInit {
   async get(id: string): Promise<EffectiveBenchmark> {
     const def = this.registry.get(id);
     if (!def) {
-      const known = this.registry.all().map((d) => d.id).join(', ');
+      const known = this.registry
+        .all()
+        .map((d) => d.id)
+        .join(', ');
       throw notFound('benchmark_not_found', `No benchmark "${id}"; known benchmarks: ${known}.`);
     }
     const settings = (await this.settings.all()).find((s) => s.benchmarkId === id);
@@ -61,7 +64,10 @@ export class BenchmarksService implements OnModuleInit {
     await this.get(id);
     if (Object.keys(patch).length) await this.settings.update(id, patch);
     const updated = await this.get(id);
-    this.bus.emit('benchmark.settings_changed', { benchmarkId: id, runTimeLimitSeconds: updated.runTimeLimitSeconds });
+    this.bus.emit('benchmark.settings_changed', {
+      benchmarkId: id,
+      runTimeLimitSeconds: updated.runTimeLimitSeconds,
+    });
     return updated;
   }
 
@@ -69,7 +75,12 @@ export class BenchmarksService implements OnModuleInit {
   async bumpRulesVersion(id: string, reason: string): Promise<EffectiveBenchmark> {
     const before = await this.get(id);
     const version = await this.settings.bumpRulesVersion(id, reason);
-    this.bus.emit('benchmark.rules_changed', { benchmarkId: id, previousVersion: before.rulesVersion, rulesVersion: version, reason });
+    this.bus.emit('benchmark.rules_changed', {
+      benchmarkId: id,
+      previousVersion: before.rulesVersion,
+      rulesVersion: version,
+      reason,
+    });
     return this.get(id);
   }
 

@@ -5,15 +5,25 @@ export const UpdateBenchmarkBody = z
   .object({
     submissionsOpen: z.boolean().optional(),
     evaluationsOpen: z.boolean().optional(),
-    runTimeLimitSeconds: z.number().int().min(10, 'at least 10 seconds').max(7 * 24 * 3600).optional(),
+    runTimeLimitSeconds: z
+      .number()
+      .int()
+      .min(10, 'at least 10 seconds')
+      .max(7 * 24 * 3600)
+      .optional(),
     announcement: z.string().max(2000).nullable().optional(),
   })
   .strict()
-  .refine((b) => Object.keys(b).length > 0, 'send at least one of submissionsOpen, evaluationsOpen, runTimeLimitSeconds, announcement');
+  .refine(
+    (b) => Object.keys(b).length > 0,
+    'send at least one of submissionsOpen, evaluationsOpen, runTimeLimitSeconds, announcement',
+  );
 
 export const BumpRulesBody = z.object({
   reason: z.string().trim().min(3, 'say why the rules changed; participants see it'),
-  confirm: z.literal(true, { message: 'bumping the rules version invalidates every earlier result: send confirm: true' }),
+  confirm: z.literal(true, {
+    message: 'bumping the rules version invalidates every earlier result: send confirm: true',
+  }),
 });
 
 export class UpdateBenchmarkDto extends createZodDto(UpdateBenchmarkBody) {}

@@ -9,13 +9,15 @@ export function decodeCursor(cursor: string | undefined): { createdAt: Date; id:
   if (!cursor) return undefined;
   const [iso, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const createdAt = new Date(iso);
-  if (!id || Number.isNaN(createdAt.getTime())) throw badRequest('invalid_cursor', 'The cursor is not one this API returned; start from the first page.');
+  if (!id || Number.isNaN(createdAt.getTime()))
+    throw badRequest('invalid_cursor', 'The cursor is not one this API returned; start from the first page.');
   return { createdAt, id };
 }
 
 export function parseLimit(raw: string | undefined, fallback = 20, max = 100): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw badRequest('invalid_limit', `limit must be an integer from 1 to ${max}.`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw badRequest('invalid_limit', `limit must be an integer from 1 to ${max}.`);
   return n;
 }

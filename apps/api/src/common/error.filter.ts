@@ -33,9 +33,15 @@ export class ErrorFilter implements ExceptionFilter {
     res.status(status).json(body);
   }
 
-  toBody(exception: unknown): { status: number; body: { error: { code: string; message: string; details?: unknown } } } {
+  toBody(exception: unknown): {
+    status: number;
+    body: { error: { code: string; message: string; details?: unknown } };
+  } {
     if (exception instanceof AppError) {
-      const error: { code: string; message: string; details?: unknown } = { code: exception.code, message: exception.message };
+      const error: { code: string; message: string; details?: unknown } = {
+        code: exception.code,
+        message: exception.message,
+      };
       if (exception.details !== undefined) error.details = exception.details;
       return { status: exception.status, body: { error } };
     }
@@ -58,19 +64,41 @@ export class ErrorFilter implements ExceptionFilter {
         message = `${message}: no such API route. The routes are listed in docs/API.md.`;
       }
       if (status === 400 && /JSON/.test(message) && /position|Unexpected|Expected/.test(message)) {
-        return { status, body: { error: { code: 'invalid_json', message: `The request body is not valid JSON (${message}).` } } };
+        return {
+          status,
+          body: {
+            error: { code: 'invalid_json', message: `The request body is not valid JSON (${message}).` },
+          },
+        };
       }
-      if (status === 413) message = 'The upload is larger than the server accepts; see the size limits of the benchmark.';
+      if (status === 413)
+        message = 'The upload is larger than the server accepts; see the size limits of the benchmark.';
       return { status, body: { error: { code: STATUS_CODES[status] ?? 'error', message } } };
     }
     const err = exception as { type?: string; status?: number; message?: string };
     if (err?.type === 'entity.parse.failed') {
-      return { status: 400, body: { error: { code: 'invalid_json', message: 'The request body is not valid JSON.' } } };
+      return {
+        status: 400,
+        body: { error: { code: 'invalid_json', message: 'The request body is not valid JSON.' } },
+      };
     }
     if (err?.type === 'entity.too.large') {
-      return { status: 413, body: { error: { code: 'payload_too_large', message: 'The request body is too large.' } } };
+      return {
+        status: 413,
+        body: { error: { code: 'payload_too_large', message: 'The request body is too large.' } },
+      };
     }
-    this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
-    return { status: 500, body: { error: { code: 'internal_error', message: 'Something went wrong on the server; try again, and report it if it persists.' } } };
+    this.logger.error(
+      exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+    );
+    return {
+      status: 500,
+      body: {
+        error: {
+          code: 'internal_error',
+          message: 'Something went wrong on the server; try again, and report it if it persists.',
+        },
+      },
+    };
   }
 }

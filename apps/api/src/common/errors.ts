@@ -17,12 +17,15 @@ export class AppError extends Error {
 
 export const badRequest = (code: string, message: string, details?: unknown) =>
   new AppError(HttpStatus.BAD_REQUEST, code, message, details);
-export const unauthorized = (code: string, message: string) => new AppError(HttpStatus.UNAUTHORIZED, code, message);
+export const unauthorized = (code: string, message: string) =>
+  new AppError(HttpStatus.UNAUTHORIZED, code, message);
 export const forbidden = (code: string, message: string) => new AppError(HttpStatus.FORBIDDEN, code, message);
 export const notFound = (code: string, message: string) => new AppError(HttpStatus.NOT_FOUND, code, message);
-export const conflict = (code: string, message: string, details?: unknown) => new AppError(HttpStatus.CONFLICT, code, message, details);
+export const conflict = (code: string, message: string, details?: unknown) =>
+  new AppError(HttpStatus.CONFLICT, code, message, details);
 export const unprocessable = (code: string, message: string, details?: unknown) =>
   new AppError(HttpStatus.UNPROCESSABLE_ENTITY, code, message, details);
 export const tooMany = (code: string, message: string, details?: unknown) =>
   new AppError(HttpStatus.TOO_MANY_REQUESTS, code, message, details);
-export const serviceUnavailable = (code: string, message: string) => new AppError(HttpStatus.SERVICE_UNAVAILABLE, code, message);
+export const serviceUnavailable = (code: string, message: string) =>
+  new AppError(HttpStatus.SERVICE_UNAVAILABLE, code, message);

@@ -10,7 +10,12 @@ export interface DomainEvents {
   'team.member_left': { teamId: string; userId: string };
   'team.member_removed': { teamId: string; userId: string };
   'benchmark.settings_changed': { benchmarkId: string; runTimeLimitSeconds: number };
-  'benchmark.rules_changed': { benchmarkId: string; previousVersion: number; rulesVersion: number; reason: string };
+  'benchmark.rules_changed': {
+    benchmarkId: string;
+    previousVersion: number;
+    rulesVersion: number;
+    reason: string;
+  };
   'run.queued': { runId: string; benchmarkId: string };
   'run.cancel_requested': { runId: string; agentId: string | null; reason: string };
   'run.deadline_changed': { runId: string; agentId: string | null; deadlineAt: number };

@@ -29,7 +29,10 @@ export const EnvSchema = z.object({
   BENCHMARKS_DIR: z.string().default('./config/benchmarks'),
   WEB_DIR: z.string().default('./apps/web/build'),
   ADMIN_LOGINS: list.default([]),
-  SESSION_TTL_HOURS: z.coerce.number().positive().default(24 * 30),
+  SESSION_TTL_HOURS: z.coerce
+    .number()
+    .positive()
+    .default(24 * 30),
   GITHUB_CLIENT_ID: z.string().optional(),
   GITHUB_CLIENT_SECRET: z.string().optional(),
   GITHUB_WEB_URL: z.string().url().default('https://github.com'),
@@ -83,7 +86,11 @@ export function findRootDir(): string {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, rootDir = findRootDir()): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message} (got ${JSON.stringify(env[String(i.path[0])])})`));
+    throw new ConfigError(
+      parsed.error.issues.map(
+        (i) => `${i.path.join('.')}: ${i.message} (got ${JSON.stringify(env[String(i.path[0])])})`,
+      ),
+    );
   }
   const e = parsed.data;
   const problems: string[] = [];

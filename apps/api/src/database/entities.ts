@@ -16,8 +16,21 @@ import { AgentEntity } from '../agents/agent.entity';
 import { GITHUB_ENTITIES } from '../github/entities';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
-export const ENTITIES = [UserEntity, SessionEntity, TeamEntity, MembershipEntity, ApiTokenEntity, BenchmarkSettingsEntity,
-  SubmissionEntity, RunEntity, RunLogEntity, RunSampleEntity, RunCheckEntity, RunMetricEntity, IdempotencyKeyEntity, BaselineEntity,
+export const ENTITIES = [
+  UserEntity,
+  SessionEntity,
+  TeamEntity,
+  MembershipEntity,
+  ApiTokenEntity,
+  BenchmarkSettingsEntity,
+  SubmissionEntity,
+  RunEntity,
+  RunLogEntity,
+  RunSampleEntity,
+  RunCheckEntity,
+  RunMetricEntity,
+  IdempotencyKeyEntity,
+  BaselineEntity,
   AgentEntity,
   ...GITHUB_ENTITIES,
 ];

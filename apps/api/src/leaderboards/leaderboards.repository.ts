@@ -31,7 +31,12 @@ export class LeaderboardsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** Each holder's best: highest score, then the earliest to reach it (ties go to who got there first). */
-  best(benchmarkId: string, rulesVersion: number, rankedTiers: string[], holderColumn: 'team_id' | 'created_by'): Promise<BestRow[]> {
+  best(
+    benchmarkId: string,
+    rulesVersion: number,
+    rankedTiers: string[],
+    holderColumn: 'team_id' | 'created_by',
+  ): Promise<BestRow[]> {
     return this.dataSource.query(
       `SELECT * FROM (
          SELECT DISTINCT ON (${holderColumn}) ${holderColumn}::text AS holder, id AS run_id, team_id, created_by, score, finished_at
@@ -43,7 +48,10 @@ export class LeaderboardsRepository {
   }
 
   /** Every result that raised the team's best, oldest first (the team page's chart). */
-  raisesForTeam(teamId: string, benchmarks: { id: string; rulesVersion: number; rankedTiers: string[] }[]): Promise<RaiseRow[]> {
+  raisesForTeam(
+    teamId: string,
+    benchmarks: { id: string; rulesVersion: number; rankedTiers: string[] }[],
+  ): Promise<RaiseRow[]> {
     if (benchmarks.length === 0) return Promise.resolve([]);
     const ids = benchmarks.map((b) => b.id);
     return this.dataSource

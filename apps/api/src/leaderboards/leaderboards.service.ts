@@ -28,15 +28,26 @@ export class LeaderboardsService {
   ) {}
 
   private async bestRows(b: EffectiveBenchmark): Promise<BestRow[]> {
-    return this.boards.best(b.id, b.rulesVersion, rankedTiers(b), b.ranks === 'users' ? 'created_by' : 'team_id');
+    return this.boards.best(
+      b.id,
+      b.rulesVersion,
+      rankedTiers(b),
+      b.ranks === 'users' ? 'created_by' : 'team_id',
+    );
   }
 
   async get(benchmarkId: string): Promise<LeaderboardView> {
     const b = await this.benchmarks.get(benchmarkId);
     const rows = await this.bestRows(b);
     const entries: LeaderboardEntry[] = [];
-    const teams = new Map((await Promise.all([...new Set(rows.map((r) => r.team_id))].map((id) => this.teams.findById(id)))).filter(Boolean).map((t) => [t!.id, t!]));
-    const users = new Map((await this.users.findByIds([...new Set(rows.map((r) => r.created_by))])).map((u) => [u.id, u]));
+    const teams = new Map(
+      (await Promise.all([...new Set(rows.map((r) => r.team_id))].map((id) => this.teams.findById(id))))
+        .filter(Boolean)
+        .map((t) => [t!.id, t!]),
+    );
+    const users = new Map(
+      (await this.users.findByIds([...new Set(rows.map((r) => r.created_by))])).map((u) => [u.id, u]),
+    );
     rows.forEach((r, i) => {
       const team = teams.get(r.team_id);
       const user = users.get(r.created_by);
@@ -50,14 +61,27 @@ export class LeaderboardsService {
         achievedAt: new Date(r.finished_at).toISOString(),
       });
     });
-    return { benchmarkId: b.id, rulesVersion: b.rulesVersion, ranks: b.ranks, entries, updatedAt: this.clock.now().toISOString() };
+    return {
+      benchmarkId: b.id,
+      rulesVersion: b.rulesVersion,
+      ranks: b.ranks,
+      entries,
+      updatedAt: this.clock.now().toISOString(),
+    };
   }
 
   /** Where a run stands: its place if it ranks, or why it does not. */
   async rank(run: RunEntity): Promise<RankView> {
     const b = await this.benchmarks.get(run.benchmarkId);
     const rows = await this.bestRows(b);
-    const base = { runId: run.id, benchmarkId: run.benchmarkId, mode: run.mode, status: run.status, score: run.score, entries: rows.length };
+    const base = {
+      runId: run.id,
+      benchmarkId: run.benchmarkId,
+      mode: run.mode,
+      status: run.status,
+      score: run.score,
+      entries: rows.length,
+    };
     const reason = this.ineligibility(run, b);
     if (reason) return { ...base, rank: null, isBest: false, eligible: false, reason };
     const holder = b.ranks === 'users' ? run.createdBy : run.teamId;
@@ -65,7 +89,9 @@ export class LeaderboardsService {
     const mine = rows.find((r) => r.holder === holder);
     const isBest = mine?.run_id === run.id;
     const finished = run.finishedAt!.getTime();
-    const ahead = others.filter((r) => r.score > run.score! || (r.score === run.score && new Date(r.finished_at).getTime() <= finished)).length;
+    const ahead = others.filter(
+      (r) => r.score > run.score! || (r.score === run.score && new Date(r.finished_at).getTime() <= finished),
+    ).length;
     const rank = ahead + 1;
     const why = isBest
       ? `This run holds your place: #${rank} of ${rows.length}.`
@@ -74,12 +100,19 @@ export class LeaderboardsService {
   }
 
   private ineligibility(run: RunEntity, b: EffectiveBenchmark): string | null {
-    if (run.mode !== 'official') return 'Public runs give feedback, not a leaderboard score. Start an official run to rank.';
-    if (run.status !== 'succeeded') return run.status === 'failed' ? `The run failed (${run.failureCode}); only runs that pass every check rank.` : `The run is ${run.status}; it ranks once it succeeds.`;
-    if (run.invalidated) return `Invalidated: ${run.invalidatedReason ?? 'the rules changed'}. Run again under the current rules.`;
-    if (run.rulesVersion !== b.rulesVersion) return `The run used rules version ${run.rulesVersion}; the board uses version ${b.rulesVersion}.`;
+    if (run.mode !== 'official')
+      return 'Public runs give feedback, not a leaderboard score. Start an official run to rank.';
+    if (run.status !== 'succeeded')
+      return run.status === 'failed'
+        ? `The run failed (${run.failureCode}); only runs that pass every check rank.`
+        : `The run is ${run.status}; it ranks once it succeeds.`;
+    if (run.invalidated)
+      return `Invalidated: ${run.invalidatedReason ?? 'the rules changed'}. Run again under the current rules.`;
+    if (run.rulesVersion !== b.rulesVersion)
+      return `The run used rules version ${run.rulesVersion}; the board uses version ${b.rulesVersion}.`;
     const tiers = rankedTiers(b);
-    if (tiers.length && !tiers.includes(run.tier ?? '')) return `Only ${tiers.join(', ')} runs rank on ${b.title}.`;
+    if (tiers.length && !tiers.includes(run.tier ?? ''))
+      return `Only ${tiers.join(', ')} runs rank on ${b.title}.`;
     if (run.score === null) return 'The run has no score.';
     return null;
   }
@@ -87,7 +120,11 @@ export class LeaderboardsService {
   /** A team's page is public while the team holds a place on a board; its runs and code stay private. */
   async teamPage(slug: string): Promise<TeamPageView> {
     const team = await this.teams.findBySlug(slug);
-    const missing = () => notFound('team_page_not_found', `No public page for "${slug}": a team's page is visible while it holds a place on a leaderboard.`);
+    const missing = () =>
+      notFound(
+        'team_page_not_found',
+        `No public page for "${slug}": a team's page is visible while it holds a place on a leaderboard.`,
+      );
     if (!team) throw missing();
     const benchmarks = (await this.benchmarks.list()).filter((b) => b.ranks === 'teams');
     const places: TeamPageView['places'] = [];
@@ -105,7 +142,13 @@ export class LeaderboardsService {
     return {
       team: { name: team.name, slug: team.slug, createdAt: team.createdAt.toISOString() },
       members: members.map((m) => ({ login: m.login, name: m.name, avatarUrl: m.avatarUrl })),
-      history: raises.map((r) => ({ benchmarkId: r.benchmark_id, score: Number(r.score), runId: r.run_id, achievedAt: new Date(r.finished_at).toISOString(), rulesVersion: r.rules_version })),
+      history: raises.map((r) => ({
+        benchmarkId: r.benchmark_id,
+        score: Number(r.score),
+        runId: r.run_id,
+        achievedAt: new Date(r.finished_at).toISOString(),
+        rulesVersion: r.rules_version,
+      })),
       places,
     };
   }

@@ -21,8 +21,18 @@ export class IdempotencyRepository {
   }
 
   /** Marked done in the same transaction as the run it created: both exist, or neither. */
-  async complete(manager: EntityManager, teamId: string, key: string, status: number, body: unknown): Promise<void> {
-    await manager.update(IdempotencyKeyEntity, { teamId, key }, { state: 'done', responseStatus: status, responseBody: body as object });
+  async complete(
+    manager: EntityManager,
+    teamId: string,
+    key: string,
+    status: number,
+    body: unknown,
+  ): Promise<void> {
+    await manager.update(
+      IdempotencyKeyEntity,
+      { teamId, key },
+      { state: 'done', responseStatus: status, responseBody: body as object },
+    );
   }
 
   async release(teamId: string, key: string): Promise<void> {
@@ -30,7 +40,13 @@ export class IdempotencyRepository {
   }
 
   /** Takes over a key whose holder never finished (crashed before committing) or that expired. */
-  async takeOver(teamId: string, key: string, requestHash: string, staleBefore: Date, expiredBefore: Date): Promise<boolean> {
+  async takeOver(
+    teamId: string,
+    key: string,
+    requestHash: string,
+    staleBefore: Date,
+    expiredBefore: Date,
+  ): Promise<boolean> {
     const rows = await this.dataSource.query(
       `UPDATE idempotency_keys SET request_hash = $3, state = 'in_flight', response_status = NULL, response_body = NULL, created_at = now()
         WHERE team_id = $1 AND key = $2 AND ((state = 'in_flight' AND created_at < $4) OR created_at < $5) RETURNING key`,

@@ -38,27 +38,38 @@ export class RunLifecycleService {
   ) {}
 
   async markStarted(runId: string, agentId: string): Promise<void> {
-    const run = await this.runs.transition(runId, ['assigned'], { status: 'running', started_at: this.clock.now() });
-    if (run && run.agentId === agentId) this.bus.emit('run.status', { run: await this.runsService.view(run) });
+    const run = await this.runs.transition(runId, ['assigned'], {
+      status: 'running',
+      started_at: this.clock.now(),
+    });
+    if (run && run.agentId === agentId)
+      this.bus.emit('run.status', { run: await this.runsService.view(run) });
   }
 
   async renewLeases(agentId: string, runIds: string[], until: Date): Promise<void> {
     if (runIds.length === 0) return;
-    await this.runs.currentManager().query(
-      `UPDATE runs SET lease_expires_at = $3 WHERE agent_id = $1 AND id = ANY($2) AND status IN ('assigned', 'running')`,
-      [agentId, runIds, until],
-    );
+    await this.runs
+      .currentManager()
+      .query(
+        `UPDATE runs SET lease_expires_at = $3 WHERE agent_id = $1 AND id = ANY($2) AND status IN ('assigned', 'running')`,
+        [agentId, runIds, until],
+      );
   }
 
   async storeBatch(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
     const after: Emit[] = [];
     const ack = await this.runs.transaction(async (tx) => {
       const run = await tx.lock(runId);
-      if (!run || run.agentId !== agentId) return { ok: false, ackedSeq: 0, stop: true, error: 'This run is not assigned to this agent.' };
+      if (!run || run.agentId !== agentId)
+        return { ok: false, ackedSeq: 0, stop: true, error: 'This run is not assigned to this agent.' };
       if (!ACTIVE_STATUSES.includes(run.status)) return { ok: true, ackedSeq: run.lastBatchSeq, stop: true };
       if (batch.seq <= run.lastBatchSeq) return { ok: true, ackedSeq: run.lastBatchSeq };
       if (batch.seq > run.lastBatchSeq + 1) {
-        return { ok: false, ackedSeq: run.lastBatchSeq, error: `Expected batch ${run.lastBatchSeq + 1}; resend from there.` };
+        return {
+          ok: false,
+          ackedSeq: run.lastBatchSeq,
+          error: `Expected batch ${run.lastBatchSeq + 1}; resend from there.`,
+        };
       }
       const lines: LogLine[] = [];
       for (const entry of batch.entries) {
@@ -76,22 +87,29 @@ export class RunLifecycleService {
         run.status = 'running';
         run.startedAt = this.clock.now();
       }
-      await tx.currentManager().query('UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5 WHERE id = $1', [
-        run.id,
-        run.lastBatchSeq,
-        run.lastLogSeq,
-        run.status,
-        run.startedAt,
-      ]);
+      await tx
+        .currentManager()
+        .query(
+          'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5 WHERE id = $1',
+          [run.id, run.lastBatchSeq, run.lastLogSeq, run.status, run.startedAt],
+        );
       if (lines.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines }));
-      if (starting) after.unshift(() => void this.runsService.view(run).then((view) => this.bus.emit('run.status', { run: view })));
+      if (starting)
+        after.unshift(
+          () => void this.runsService.view(run).then((view) => this.bus.emit('run.status', { run: view })),
+        );
       return { ok: true, ackedSeq: run.lastBatchSeq };
     });
     for (const emit of after) emit();
     return ack;
   }
 
-  private async applyEvent(tx: RunsRepository, run: RunEntity, event: HarnessEvent, after: Emit[]): Promise<void> {
+  private async applyEvent(
+    tx: RunsRepository,
+    run: RunEntity,
+    event: HarnessEvent,
+    after: Emit[],
+  ): Promise<void> {
     const runId = run.id;
     switch (event.type) {
       case 'sample': {
@@ -102,16 +120,29 @@ export class RunLifecycleService {
       }
       case 'check': {
         await tx.upsertCheck(runId, event);
-        after.push(() => this.bus.emit('run.check', { runId, check: { name: event.name, passed: event.passed, detail: event.detail } }));
+        after.push(() =>
+          this.bus.emit('run.check', {
+            runId,
+            check: { name: event.name, passed: event.passed, detail: event.detail },
+          }),
+        );
         return;
       }
       case 'metric': {
         await tx.upsertMetric(runId, event);
-        after.push(() => this.bus.emit('run.metric', { runId, metric: { name: event.name, step: event.step, value: event.value, elapsedMs: event.elapsedMs } }));
+        after.push(() =>
+          this.bus.emit('run.metric', {
+            runId,
+            metric: { name: event.name, step: event.step, value: event.value, elapsedMs: event.elapsedMs },
+          }),
+        );
         return;
       }
       case 'baseline':
-        await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, { hardware: baselineKey(event.hardware), workloads: event.workloads });
+        await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, {
+          hardware: baselineKey(event.hardware),
+          workloads: event.workloads,
+        });
         return;
       case 'log':
       case 'result':
@@ -121,14 +152,24 @@ export class RunLifecycleService {
   }
 
   /** The verdict, applied once; a resend after a lost ack is answered ok without changing anything. */
-  async finish(runId: string, agentId: string, finished: RunFinished): Promise<z.infer<typeof RunFinishedAck>> {
+  async finish(
+    runId: string,
+    agentId: string,
+    finished: RunFinished,
+  ): Promise<z.infer<typeof RunFinishedAck>> {
     const outcome = await this.runs.transaction(async (tx) => {
       const run = await tx.lock(runId);
       if (!run) return { ack: { ok: false, error: 'No such run.' } };
       if (TERMINAL_STATUSES.includes(run.status)) return { ack: { ok: true } };
-      if (run.agentId !== agentId) return { ack: { ok: false, error: 'This run is not assigned to this agent.' } };
+      if (run.agentId !== agentId)
+        return { ack: { ok: false, error: 'This run is not assigned to this agent.' } };
       if (finished.lastSeq > run.lastBatchSeq) {
-        return { ack: { ok: false, error: `Batches up to ${finished.lastSeq} are not all stored (have ${run.lastBatchSeq}); resend them first.` } };
+        return {
+          ack: {
+            ok: false,
+            error: `Batches up to ${finished.lastSeq} are not all stored (have ${run.lastBatchSeq}); resend them first.`,
+          },
+        };
       }
       const r = finished.result;
       const now = this.clock.now();
@@ -160,7 +201,12 @@ export class RunLifecycleService {
 
   /** The agent stopped renewing its lease: the run fails as infra_error and is never run again. */
   async failForLostLease(runId: string, agentId: string, reason: string): Promise<boolean> {
-    return this.failActive(runId, agentId, 'infra_error', `The GPU agent stopped responding (${reason}). This is not your engine's fault; retry once.`);
+    return this.failActive(
+      runId,
+      agentId,
+      'infra_error',
+      `The GPU agent stopped responding (${reason}). This is not your engine's fault; retry once.`,
+    );
   }
 
   async failInfra(runId: string, agentId: string | null, message: string): Promise<boolean> {
@@ -172,11 +218,20 @@ export class RunLifecycleService {
     const run = await this.runs.findById(runId);
     if (!run || !ACTIVE_STATUSES.includes(run.status)) return false;
     const limit = run.runTimeLimitSeconds;
-    const res = await this.runsService.cancelRun(runId, `Canceled: the run exceeded the organizer's whole-run time limit of ${limit} s.`, `whole-run time limit (${limit} s) exceeded`);
+    const res = await this.runsService.cancelRun(
+      runId,
+      `Canceled: the run exceeded the organizer's whole-run time limit of ${limit} s.`,
+      `whole-run time limit (${limit} s) exceeded`,
+    );
     return res.changed;
   }
 
-  private async failActive(runId: string, agentId: string | null, code: 'infra_error', message: string): Promise<boolean> {
+  private async failActive(
+    runId: string,
+    agentId: string | null,
+    code: 'infra_error',
+    message: string,
+  ): Promise<boolean> {
     const set: Record<string, unknown> = {
       status: 'failed',
       failure_code: code,
@@ -187,7 +242,8 @@ export class RunLifecycleService {
     };
     const run = await this.runs.transition(runId, ['queued', 'assigned', 'running'], set);
     if (!run) return false;
-    if (agentId && run.agentId !== agentId) this.logger.warn(`run ${runId} failed for agent ${agentId} but belonged to ${run.agentId}`);
+    if (agentId && run.agentId !== agentId)
+      this.logger.warn(`run ${runId} failed for agent ${agentId} but belonged to ${run.agentId}`);
     await this.announceFinal(run);
     return true;
   }
@@ -197,6 +253,7 @@ export class RunLifecycleService {
     this.bus.emit('run.status', { run: view });
     this.bus.emit('run.result', { runId: run.id, result: await this.runsService.resultOf(run) });
     this.bus.emit('run.finished', { runId: run.id, agentId: run.agentId, slot: run.slot });
-    if (run.mode === 'official' && run.status === 'succeeded') this.bus.emit('leaderboard.changed', { benchmarkId: run.benchmarkId });
+    if (run.mode === 'official' && run.status === 'succeeded')
+      this.bus.emit('leaderboard.changed', { benchmarkId: run.benchmarkId });
   }
 }

@@ -17,13 +17,22 @@ export interface RunChoice {
  * says what the benchmark accepts. Hidden workloads and seeds go into the spec (which only the
  * agent's trusted harness reads), never into anything a participant receives.
  */
-export function chooseRun(b: EffectiveBenchmark, input: { mode: RunMode; tier?: string; dataset?: string; confirm?: boolean }): RunChoice {
+export function chooseRun(
+  b: EffectiveBenchmark,
+  input: { mode: RunMode; tier?: string; dataset?: string; confirm?: boolean },
+): RunChoice {
   if (input.mode === 'official' && input.confirm !== true) {
-    throw badRequest('confirmation_required', 'Official runs count toward the leaderboard: send "confirm": true to start one.');
+    throw badRequest(
+      'confirmation_required',
+      'Official runs count toward the leaderboard: send "confirm": true to start one.',
+    );
   }
   if (b.kind === 'decode') {
     if (input.tier || input.dataset) {
-      throw badRequest('no_tiers', `${b.id} has no tiers or datasets; send only "mode" (public or official).`);
+      throw badRequest(
+        'no_tiers',
+        `${b.id} has no tiers or datasets; send only "mode" (public or official).`,
+      );
     }
     const official = input.mode === 'official';
     return {
@@ -54,16 +63,36 @@ export function chooseRun(b: EffectiveBenchmark, input: { mode: RunMode; tier?: 
   if (!tier) throw badRequest('unknown_tier', `Unknown tier "${input.tier}"; ${b.id} has ${tierIds}.`);
   let task;
   if (tier.ranked) {
-    if (input.dataset) throw badRequest('dataset_not_allowed', `The ${tier.title} tier uses its hidden evaluation; send no dataset.`);
-    if (input.mode !== 'official') throw badRequest('ranked_tier_is_official', `The ${tier.title} tier is ranked: start it with mode "official".`);
+    if (input.dataset)
+      throw badRequest(
+        'dataset_not_allowed',
+        `The ${tier.title} tier uses its hidden evaluation; send no dataset.`,
+      );
+    if (input.mode !== 'official')
+      throw badRequest(
+        'ranked_tier_is_official',
+        `The ${tier.title} tier is ranked: start it with mode "official".`,
+      );
     task = tier.hiddenTask!;
   } else {
     const datasets = b.datasets.filter((d) => d.tiers.includes(tier.id));
     const names = datasets.map((d) => d.id).join(', ');
-    if (!input.dataset) throw badRequest('dataset_required', `The ${tier.title} tier needs a practice dataset: one of ${names}.`);
+    if (!input.dataset)
+      throw badRequest(
+        'dataset_required',
+        `The ${tier.title} tier needs a practice dataset: one of ${names}.`,
+      );
     const dataset = datasets.find((d) => d.id === input.dataset);
-    if (!dataset) throw badRequest('unknown_dataset', `Unknown dataset "${input.dataset}" for ${tier.title}; choose one of ${names}.`);
-    if (input.mode !== 'public') throw badRequest('practice_tier_is_public', `The ${tier.title} tier is practice: start it with mode "public"; only ranked tiers are official.`);
+    if (!dataset)
+      throw badRequest(
+        'unknown_dataset',
+        `Unknown dataset "${input.dataset}" for ${tier.title}; choose one of ${names}.`,
+      );
+    if (input.mode !== 'public')
+      throw badRequest(
+        'practice_tier_is_public',
+        `The ${tier.title} tier is practice: start it with mode "public"; only ranked tiers are official.`,
+      );
     task = dataset.task;
   }
   return {

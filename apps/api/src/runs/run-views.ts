@@ -6,7 +6,10 @@ import type { RunEntity } from './run.entity';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function runView(r: RunEntity, extra: { submissionName: string; createdBy: string; queuePosition: number | null }): RunView {
+export function runView(
+  r: RunEntity,
+  extra: { submissionName: string; createdBy: string; queuePosition: number | null },
+): RunView {
   return {
     id: r.id,
     submissionId: r.submissionId,
@@ -48,6 +51,15 @@ export const sampleView = (s: RunSampleEntity): SampleView => ({
   ...(s.metrics ? { metrics: s.metrics } : {}),
 });
 
-export const checkView = (c: RunCheckEntity): CheckView => ({ name: c.name, passed: c.passed, detail: c.detail });
+export const checkView = (c: RunCheckEntity): CheckView => ({
+  name: c.name,
+  passed: c.passed,
+  detail: c.detail,
+});
 
-export const metricView = (m: RunMetricEntity): MetricView => ({ name: m.name, step: m.step, value: m.value, elapsedMs: m.elapsedMs });
+export const metricView = (m: RunMetricEntity): MetricView => ({
+  name: m.name,
+  step: m.step,
+  value: m.value,
+  elapsedMs: m.elapsedMs,
+});

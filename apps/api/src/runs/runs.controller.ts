@@ -1,4 +1,16 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import type { Response } from 'express';
 import type { LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
 import { AdminGuard } from '../common/admin.guard';
@@ -43,11 +55,20 @@ export class RunsController {
     @Query('cursor') cursor?: string,
     @Query('limit') limit?: string,
   ) {
-    return this.runs.list(principal, { benchmarkId: benchmark, status, submissionId: submission, cursor, limit: parseLimit(limit) });
+    return this.runs.list(principal, {
+      benchmarkId: benchmark,
+      status,
+      submissionId: submission,
+      cursor,
+      limit: parseLimit(limit),
+    });
   }
 
   @Get('api/runs/:id')
-  get(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string): Promise<RunView> {
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('run')) id: string,
+  ): Promise<RunView> {
     return this.runs.get(principal, id);
   }
 
@@ -60,28 +81,45 @@ export class RunsController {
     @Query('limit') limit?: string,
   ): Promise<LogsPage> {
     const from = after === undefined ? 0 : Number(after);
-    if (!Number.isInteger(from) || from < 0) throw badRequest('invalid_after', '`after` must be a non-negative integer: the nextAfter of the previous page, or 0.');
+    if (!Number.isInteger(from) || from < 0)
+      throw badRequest(
+        'invalid_after',
+        '`after` must be a non-negative integer: the nextAfter of the previous page, or 0.',
+      );
     return this.runs.logs(principal, id, from, parseLimit(limit, 1000, 5000));
   }
 
   @Get('api/runs/:id/result')
-  result(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string): Promise<RunResultView> {
+  result(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('run')) id: string,
+  ): Promise<RunResultView> {
     return this.runs.result(principal, id);
   }
 
   @Get('api/runs/:id/rank')
-  async rank(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string): Promise<RankView> {
+  async rank(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('run')) id: string,
+  ): Promise<RankView> {
     return this.leaderboards.rank(await this.runs.getAuthorized(principal, id));
   }
 
   @Post('api/runs/:id/cancel')
   @HttpCode(200)
-  cancel(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('run')) id: string, @Body() body: CancelRunDto) {
+  cancel(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('run')) id: string,
+    @Body() body: CancelRunDto,
+  ) {
     return this.runs.cancel(principal, id, body);
   }
 
   @Get('api/quota')
-  quota(@CurrentPrincipal() principal: Principal, @Query('benchmark') benchmark?: string): Promise<QuotaView[]> {
+  quota(
+    @CurrentPrincipal() principal: Principal,
+    @Query('benchmark') benchmark?: string,
+  ): Promise<QuotaView[]> {
     return this.runs.quota(principal, benchmark);
   }
 

@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { BaselineFigures, HarnessCheckEvent, HarnessMetricEvent, HarnessSampleEvent, LogLine, RunStatus } from '@dryft/libs';
+import type {
+  BaselineFigures,
+  HarnessCheckEvent,
+  HarnessMetricEvent,
+  HarnessSampleEvent,
+  LogLine,
+  RunStatus,
+} from '@dryft/libs';
 import { DataSource, In } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
 import { BaselineEntity } from './baseline.entity';
@@ -36,7 +43,11 @@ export class RunsRepository extends TransactionalRepository {
 
   /** Locks the run row for the rest of the transaction: batches and the verdict of one run are serialized. */
   lock(id: string): Promise<RunEntity | null> {
-    return this.manager.createQueryBuilder(RunEntity, 'r').setLock('pessimistic_write').where('r.id = :id', { id }).getOne();
+    return this.manager
+      .createQueryBuilder(RunEntity, 'r')
+      .setLock('pessimistic_write')
+      .where('r.id = :id', { id })
+      .getOne();
   }
 
   save(run: RunEntity): Promise<RunEntity> {
@@ -45,7 +56,9 @@ export class RunsRepository extends TransactionalRepository {
 
   /** Serializes quota decisions for one holder, bucket and day (concurrent requests cannot both take the last run). */
   async lockQuota(holder: string, bucket: string, day: string): Promise<void> {
-    await this.manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`quota:${holder}:${bucket}:${day}`]);
+    await this.manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+      `quota:${holder}:${bucket}:${day}`,
+    ]);
   }
 
   async countQuota(benchmarkId: string, holder: string, bucket: string, day: string): Promise<number> {
@@ -66,12 +79,22 @@ export class RunsRepository extends TransactionalRepository {
     return n + 1;
   }
 
-  async listForTeam(teamId: string, opts: { benchmarkId?: string; status?: string; submissionId?: string; before?: { createdAt: Date; id: string }; limit: number }) {
+  async listForTeam(
+    teamId: string,
+    opts: {
+      benchmarkId?: string;
+      status?: string;
+      submissionId?: string;
+      before?: { createdAt: Date; id: string };
+      limit: number;
+    },
+  ) {
     const qb = this.manager.createQueryBuilder(RunEntity, 'r').where('r.team_id = :teamId', { teamId });
     if (opts.benchmarkId) qb.andWhere('r.benchmark_id = :b', { b: opts.benchmarkId });
     if (opts.status) qb.andWhere('r.status = :s', { s: opts.status });
     if (opts.submissionId) qb.andWhere('r.submission_id = :sid', { sid: opts.submissionId });
-    if (opts.before) qb.andWhere('(r.created_at, r.id) < (:c, :i)', { c: opts.before.createdAt, i: opts.before.id });
+    if (opts.before)
+      qb.andWhere('(r.created_at, r.id) < (:c, :i)', { c: opts.before.createdAt, i: opts.before.id });
     return qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(opts.limit).getMany();
   }
 
@@ -79,7 +102,10 @@ export class RunsRepository extends TransactionalRepository {
   async transition(id: string, from: RunStatus[], set: Record<string, unknown>): Promise<RunEntity | null> {
     const cols = Object.keys(set);
     const assignments = cols.map((c, i) => `${c} = $${i + 3}`).join(', ');
-    const raw = await this.manager.query(`UPDATE runs SET ${assignments} WHERE id = $1 AND status = ANY($2) RETURNING id`, [id, from, ...cols.map((c) => set[c])]);
+    const raw = await this.manager.query(
+      `UPDATE runs SET ${assignments} WHERE id = $1 AND status = ANY($2) RETURNING id`,
+      [id, from, ...cols.map((c) => set[c])],
+    );
     const rows = returned<{ id: string }>(raw);
     return rows.length ? this.findById(id) : null;
   }
@@ -114,36 +140,65 @@ export class RunsRepository extends TransactionalRepository {
       `INSERT INTO run_logs (run_id, seq, ts, stream, text)
        SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[])
        ON CONFLICT DO NOTHING`,
-      [runId, lines.map((l) => l.seq), lines.map((l) => Math.round(l.ts)), lines.map((l) => l.stream), lines.map((l) => stripNul(l.text))],
+      [
+        runId,
+        lines.map((l) => l.seq),
+        lines.map((l) => Math.round(l.ts)),
+        lines.map((l) => l.stream),
+        lines.map((l) => stripNul(l.text)),
+      ],
     );
   }
 
   async getLogs(runId: string, after: number, limit: number): Promise<LogLine[]> {
-    const rows: { seq: number; ts: string; stream: LogLine['stream']; text: string }[] = await this.manager.query(
-      'SELECT seq, ts, stream, text FROM run_logs WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [runId, after, limit],
-    );
+    const rows: { seq: number; ts: string; stream: LogLine['stream']; text: string }[] =
+      await this.manager.query(
+        'SELECT seq, ts, stream, text FROM run_logs WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+        [runId, after, limit],
+      );
     return rows.map((r) => ({ seq: r.seq, ts: Number(r.ts), stream: r.stream, text: r.text }));
   }
 
   async upsertSample(runId: string, s: HarnessSampleEvent): Promise<void> {
     await this.manager.upsert(
       RunSampleEntity,
-      { runId, workload: s.workload, warmup: s.warmup, index: s.index, ttftMs: s.ttftMs, tpotMs: s.tpotMs, tps: s.tps, totalMs: s.totalMs, tokens: s.tokens, metrics: s.metrics ?? null },
+      {
+        runId,
+        workload: s.workload,
+        warmup: s.warmup,
+        index: s.index,
+        ttftMs: s.ttftMs,
+        tpotMs: s.tpotMs,
+        tps: s.tps,
+        totalMs: s.totalMs,
+        tokens: s.tokens,
+        metrics: s.metrics ?? null,
+      },
       ['runId', 'workload', 'warmup', 'index'],
     );
   }
 
   async upsertCheck(runId: string, c: HarnessCheckEvent): Promise<void> {
-    await this.manager.upsert(RunCheckEntity, { runId, name: c.name, passed: c.passed, detail: c.detail }, ['runId', 'name']);
+    await this.manager.upsert(RunCheckEntity, { runId, name: c.name, passed: c.passed, detail: c.detail }, [
+      'runId',
+      'name',
+    ]);
   }
 
   async upsertMetric(runId: string, m: HarnessMetricEvent): Promise<void> {
-    await this.manager.upsert(RunMetricEntity, { runId, name: m.name, step: m.step, value: m.value, elapsedMs: m.elapsedMs }, ['runId', 'name', 'step']);
+    await this.manager.upsert(
+      RunMetricEntity,
+      { runId, name: m.name, step: m.step, value: m.value, elapsedMs: m.elapsedMs },
+      ['runId', 'name', 'step'],
+    );
   }
 
   async upsertBaseline(benchmarkId: string, rulesVersion: number, figures: BaselineFigures): Promise<void> {
-    await this.manager.upsert(BaselineEntity, { benchmarkId, hardware: figures.hardware, rulesVersion, figures }, ['benchmarkId', 'hardware', 'rulesVersion']);
+    await this.manager.upsert(
+      BaselineEntity,
+      { benchmarkId, hardware: figures.hardware, rulesVersion, figures },
+      ['benchmarkId', 'hardware', 'rulesVersion'],
+    );
   }
 
   findBaseline(benchmarkId: string, hardware: string, rulesVersion: number): Promise<BaselineEntity | null> {
@@ -151,12 +206,18 @@ export class RunsRepository extends TransactionalRepository {
   }
 
   async deleteBaselines(benchmarkId: string, hardware?: string): Promise<number> {
-    const res = await this.manager.delete(BaselineEntity, hardware ? { benchmarkId, hardware } : { benchmarkId });
+    const res = await this.manager.delete(
+      BaselineEntity,
+      hardware ? { benchmarkId, hardware } : { benchmarkId },
+    );
     return res.affected ?? 0;
   }
 
   samples(runId: string): Promise<RunSampleEntity[]> {
-    return this.manager.find(RunSampleEntity, { where: { runId }, order: { workload: 'ASC', warmup: 'DESC', index: 'ASC' } });
+    return this.manager.find(RunSampleEntity, {
+      where: { runId },
+      order: { workload: 'ASC', warmup: 'DESC', index: 'ASC' },
+    });
   }
 
   checks(runId: string): Promise<RunCheckEntity[]> {
@@ -166,5 +227,4 @@ export class RunsRepository extends TransactionalRepository {
   metrics(runId: string): Promise<RunMetricEntity[]> {
     return this.manager.find(RunMetricEntity, { where: { runId }, order: { name: 'ASC', step: 'ASC' } });
   }
-
 }

@@ -1,13 +1,29 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import type { CancelRunBody, CreateRunBody, CreateRunResponse, LogsPage, QuotaView, RunResultView, RunView } from '@dryft/libs';
+import type {
+  CancelRunBody,
+  CreateRunBody,
+  CreateRunResponse,
+  LogsPage,
+  QuotaView,
+  RunResultView,
+  RunView,
+} from '@dryft/libs';
 import { TERMINAL_STATUSES } from '@dryft/libs';
 import type { EntityManager } from 'typeorm';
 import type { z } from 'zod';
 import { BenchmarksService, EffectiveBenchmark } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
 import { decodeCursor, encodeCursor } from '../common/cursor';
-import { AppError, badRequest, conflict, forbidden, notFound, tooMany, unprocessable } from '../common/errors';
+import {
+  AppError,
+  badRequest,
+  conflict,
+  forbidden,
+  notFound,
+  tooMany,
+  unprocessable,
+} from '../common/errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { SubmissionsService } from '../submissions/submissions.service';
@@ -49,9 +65,15 @@ export class RunsService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.on('benchmark.settings_changed', ({ benchmarkId, runTimeLimitSeconds }) => this.applyRunTimeLimit(benchmarkId, runTimeLimitSeconds));
+    this.bus.on('benchmark.settings_changed', ({ benchmarkId, runTimeLimitSeconds }) =>
+      this.applyRunTimeLimit(benchmarkId, runTimeLimitSeconds),
+    );
     this.bus.on('benchmark.rules_changed', async ({ benchmarkId, rulesVersion, reason }) => {
-      await this.runs.invalidateBefore(benchmarkId, rulesVersion, `Rules changed to version ${rulesVersion}: ${reason}`);
+      await this.runs.invalidateBefore(
+        benchmarkId,
+        rulesVersion,
+        `Rules changed to version ${rulesVersion}: ${reason}`,
+      );
       this.bus.emit('leaderboard.changed', { benchmarkId });
     });
   }
@@ -60,7 +82,10 @@ export class RunsService implements OnModuleInit {
    * Starts a run. With an Idempotency-Key, the same key and body answer with the first response and
    * start nothing new; another body is 422; a request still in flight with that key is 409.
    */
-  async create(principal: Principal, req: CreateRunRequest): Promise<{ status: number; body: CreateRunResponse; replayed: boolean }> {
+  async create(
+    principal: Principal,
+    req: CreateRunRequest,
+  ): Promise<{ status: number; body: CreateRunResponse; replayed: boolean }> {
     const submission = await this.submissions.getAuthorized(principal, req.submissionId, 'run');
     return this.createIdempotent({ id: principal.user.id, login: principal.user.login }, submission, req);
   }
@@ -86,28 +111,53 @@ export class RunsService implements OnModuleInit {
     req: CreateRunRequest,
   ): Promise<{ status: number; body: CreateRunResponse; replayed: boolean }> {
     const key = req.idempotencyKey;
-    if (key === undefined) return { status: 201, body: await this.createRun(actor, submission.id, req.body), replayed: false };
+    if (key === undefined)
+      return { status: 201, body: await this.createRun(actor, submission.id, req.body), replayed: false };
     if (!/^[\x21-\x7e]{1,200}$/.test(key)) {
-      throw badRequest('invalid_idempotency_key', 'Idempotency-Key must be 1–200 visible ASCII characters (a UUID is ideal).');
+      throw badRequest(
+        'invalid_idempotency_key',
+        'Idempotency-Key must be 1–200 visible ASCII characters (a UUID is ideal).',
+      );
     }
     const teamId = submission.teamId;
-    const hash = createHash('sha256').update(JSON.stringify({ s: submission.id, b: canonical(req.body) })).digest('hex');
+    const hash = createHash('sha256')
+      .update(JSON.stringify({ s: submission.id, b: canonical(req.body) }))
+      .digest('hex');
     const now = this.clock.now().getTime();
     let claimed = await this.idempotency.claim(teamId, key, hash);
     if (!claimed) {
       const existing = await this.idempotency.find(teamId, key);
       const expired = existing && existing.createdAt.getTime() < now - IDEMPOTENCY_TTL_MS;
       if (existing && !expired && existing.requestHash !== hash) {
-        throw unprocessable('idempotency_key_reused', 'This Idempotency-Key was already used for a different request; use a new key for each intended run.');
+        throw unprocessable(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used for a different request; use a new key for each intended run.',
+        );
       }
       if (existing && !expired && existing.state === 'done') {
-        return { status: existing.responseStatus ?? 201, body: existing.responseBody as CreateRunResponse, replayed: true };
+        return {
+          status: existing.responseStatus ?? 201,
+          body: existing.responseBody as CreateRunResponse,
+          replayed: true,
+        };
       }
-      claimed = await this.idempotency.takeOver(teamId, key, hash, new Date(now - IDEMPOTENCY_STALE_MS), new Date(now - IDEMPOTENCY_TTL_MS));
-      if (!claimed) throw conflict('idempotency_in_flight', 'A request with this Idempotency-Key is still being processed; retry in a moment with the same key.');
+      claimed = await this.idempotency.takeOver(
+        teamId,
+        key,
+        hash,
+        new Date(now - IDEMPOTENCY_STALE_MS),
+        new Date(now - IDEMPOTENCY_TTL_MS),
+      );
+      if (!claimed)
+        throw conflict(
+          'idempotency_in_flight',
+          'A request with this Idempotency-Key is still being processed; retry in a moment with the same key.',
+        );
     }
     try {
-      const body = await this.createRun(actor, submission.id, req.body, (manager, response) => this.idempotency.complete(manager, teamId, key, 201, response));
+      const body = await this.createRun(actor, submission.id, req.body, (manager, response) =>
+        this.idempotency.complete(manager, teamId, key, 201, response),
+      );
       return { status: 201, body, replayed: false };
     } catch (err) {
       // A refused request leaves no trace: the same key may be retried once the cause is fixed.
@@ -125,7 +175,10 @@ export class RunsService implements OnModuleInit {
     const submission = (await this.submissions.findById(submissionId))!;
     const benchmark = await this.benchmarks.get(submission.benchmarkId);
     if (!benchmark.evaluationsOpen) {
-      throw forbidden('evaluations_closed', `Evaluations for ${benchmark.title} are closed by the organizer; your submission is kept, start the run when they reopen.`);
+      throw forbidden(
+        'evaluations_closed',
+        `Evaluations for ${benchmark.title} are closed by the organizer; your submission is kept, start the run when they reopen.`,
+      );
     }
     const choice = chooseRun(benchmark, body);
     const now = this.clock.now();
@@ -137,12 +190,16 @@ export class RunsService implements OnModuleInit {
       const used = await tx.countQuota(benchmark.id, holder, choice.quotaBucket, day);
       if (choice.dailyLimit !== null && used >= choice.dailyLimit) {
         const who = benchmark.ranks === 'users' ? 'You have' : 'Your team has';
-        throw tooMany('daily_limit_reached', `${who} used all ${choice.dailyLimit} ${choice.quotaBucket} runs for today (UTC); the limit resets at ${resetsAt.toISOString()}.`, {
-          bucket: choice.quotaBucket,
-          limit: choice.dailyLimit,
-          used,
-          resetsAt: resetsAt.toISOString(),
-        });
+        throw tooMany(
+          'daily_limit_reached',
+          `${who} used all ${choice.dailyLimit} ${choice.quotaBucket} runs for today (UTC); the limit resets at ${resetsAt.toISOString()}.`,
+          {
+            bucket: choice.quotaBucket,
+            limit: choice.dailyLimit,
+            used,
+            resetsAt: resetsAt.toISOString(),
+          },
+        );
       }
       const run = await tx.insert({
         submissionId: submission.id,
@@ -168,7 +225,10 @@ export class RunsService implements OnModuleInit {
         resetsAt: resetsAt.toISOString(),
       };
       const position = await tx.queuePosition(run);
-      const response: CreateRunResponse = { run: runView(run, { submissionName, createdBy: actor.login, queuePosition: position }), quota };
+      const response: CreateRunResponse = {
+        run: runView(run, { submissionName, createdBy: actor.login, queuePosition: position }),
+        quota,
+      };
       if (inTransaction) await inTransaction(tx.currentManager(), response);
       return { run, response };
     });
@@ -178,9 +238,14 @@ export class RunsService implements OnModuleInit {
   }
 
   /** The gate for a run: someone outside its team gets 404, as if it did not exist. */
-  async getAuthorized(principal: Principal, runId: string, action: 'read' | 'cancel' = 'read'): Promise<RunEntity> {
+  async getAuthorized(
+    principal: Principal,
+    runId: string,
+    action: 'read' | 'cancel' = 'read',
+  ): Promise<RunEntity> {
     const run = await this.runs.findById(runId);
-    const missing = () => notFound('run_not_found', `No run ${runId} in your team. Copy the Run ID beside the run's heading.`);
+    const missing = () =>
+      notFound('run_not_found', `No run ${runId} in your team. Copy the Run ID beside the run's heading.`);
     if (!run) throw missing();
     try {
       await this.teams.authorize(principal, run.teamId, action);
@@ -214,13 +279,23 @@ export class RunsService implements OnModuleInit {
     });
   }
 
-  async list(principal: Principal, opts: { benchmarkId?: string; status?: string; submissionId?: string; cursor?: string; limit: number }) {
+  async list(
+    principal: Principal,
+    opts: { benchmarkId?: string; status?: string; submissionId?: string; cursor?: string; limit: number },
+  ) {
     const teamId = this.teams.requireActiveTeam(principal);
     await this.teams.authorize(principal, teamId, 'read');
-    const rows = await this.runs.listForTeam(teamId, { ...opts, before: decodeCursor(opts.cursor), limit: opts.limit + 1 });
+    const rows = await this.runs.listForTeam(teamId, {
+      ...opts,
+      before: decodeCursor(opts.cursor),
+      limit: opts.limit + 1,
+    });
     const page = rows.slice(0, opts.limit);
     const last = page[page.length - 1];
-    return { items: await Promise.all(page.map((r) => this.view(r))), nextCursor: rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.id) : null };
+    return {
+      items: await Promise.all(page.map((r) => this.view(r))),
+      nextCursor: rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.id) : null,
+    };
   }
 
   /** Any member may cancel; cancelling twice, or a finished run, changes nothing and says so. */
@@ -250,7 +325,11 @@ export class RunsService implements OnModuleInit {
       this.bus.emit('run.cancel_requested', { runId, agentId: current.agentId, reason });
       this.bus.emit('run.finished', { runId, agentId: current.agentId, slot: current.slot });
     }
-    return { run: view, changed: Boolean(changed), message: changed ? 'Run canceled.' : `Run already ${current.status}; nothing to cancel.` };
+    return {
+      run: view,
+      changed: Boolean(changed),
+      message: changed ? 'Run canceled.' : `Run already ${current.status}; nothing to cancel.`,
+    };
   }
 
   async logs(principal: Principal, runId: string, after: number, limit: number): Promise<LogsPage> {
@@ -270,7 +349,12 @@ export class RunsService implements OnModuleInit {
   }
 
   async resultOf(run: RunEntity): Promise<RunResultView> {
-    const [view, samples, checks, metrics] = await Promise.all([this.view(run), this.runs.samples(run.id), this.runs.checks(run.id), this.runs.metrics(run.id)]);
+    const [view, samples, checks, metrics] = await Promise.all([
+      this.view(run),
+      this.runs.samples(run.id),
+      this.runs.checks(run.id),
+      this.runs.metrics(run.id),
+    ]);
     const lastMetrics: Record<string, number> = { ...(run.metrics ?? {}) };
     if (!run.metrics) for (const m of metrics) lastMetrics[m.name] = m.value;
     return {
@@ -298,7 +382,13 @@ export class RunsService implements OnModuleInit {
     return Promise.all(
       buckets.map(async ({ bucket, limit }) => {
         const used = await this.runs.countQuota(b.id, holder, bucket, day);
-        return { bucket, limit, used, remaining: limit === null ? null : Math.max(0, limit - used), resetsAt: resetsAt.toISOString() };
+        return {
+          bucket,
+          limit,
+          used,
+          remaining: limit === null ? null : Math.max(0, limit - used),
+          resetsAt: resetsAt.toISOString(),
+        };
       }),
     );
   }
@@ -307,7 +397,12 @@ export class RunsService implements OnModuleInit {
   private async applyRunTimeLimit(benchmarkId: string, seconds: number): Promise<void> {
     const changed = await this.runs.setLimitForUnfinished(benchmarkId, seconds);
     for (const run of changed) {
-      if (run.deadlineAt) this.bus.emit('run.deadline_changed', { runId: run.id, agentId: run.agentId, deadlineAt: run.deadlineAt.getTime() });
+      if (run.deadlineAt)
+        this.bus.emit('run.deadline_changed', {
+          runId: run.id,
+          agentId: run.agentId,
+          deadlineAt: run.deadlineAt.getTime(),
+        });
       this.bus.emit('run.status', { run: await this.view(run) });
     }
   }
@@ -320,5 +415,9 @@ function quotaBuckets(b: EffectiveBenchmark): { bucket: string; limit: number | 
 
 /** Key order does not change a request's identity. */
 function canonical(body: CreateRunBody): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined).sort(([a], [b]) => a.localeCompare(b)));
+  return Object.fromEntries(
+    Object.entries(body)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
 }

@@ -1,4 +1,14 @@
-import { Body, Controller, Get, Param, Post, Query, Res, UploadedFile, UseInterceptors } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Param,
+  Post,
+  Query,
+  Res,
+  UploadedFile,
+  UseInterceptors,
+} from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import 'multer';
 import type { Response } from 'express';
@@ -26,12 +36,20 @@ export class SubmissionsController {
   }
 
   @Get('api/submissions')
-  list(@CurrentPrincipal() principal: Principal, @Query('benchmark') benchmark?: string, @Query('cursor') cursor?: string, @Query('limit') limit?: string) {
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query('benchmark') benchmark?: string,
+    @Query('cursor') cursor?: string,
+    @Query('limit') limit?: string,
+  ) {
     return this.submissions.list(principal, { benchmarkId: benchmark, cursor, limit: parseLimit(limit) });
   }
 
   @Get('api/submissions/:id')
-  get(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('submission')) id: string): Promise<SubmissionView> {
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('submission')) id: string,
+  ): Promise<SubmissionView> {
     return this.submissions.get(principal, id);
   }
 

@@ -16,7 +16,9 @@ export class SubmissionsRepository {
    */
   createNumbered(row: Omit<SubmissionEntity, 'id' | 'number' | 'createdAt'>): Promise<SubmissionEntity> {
     return this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`submission:${row.teamId}:${row.sourceName}`]);
+      await manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+        `submission:${row.teamId}:${row.sourceName}`,
+      ]);
       const [{ next }] = await manager.query(
         'SELECT COALESCE(MAX(number), 0) + 1 AS next FROM submissions WHERE team_id = $1 AND source_name = $2',
         [row.teamId, row.sourceName],
@@ -30,10 +32,14 @@ export class SubmissionsRepository {
   }
 
   /** Newest first; the cursor is the last item's (created_at, id). */
-  async listForTeam(teamId: string, opts: { benchmarkId?: string; before?: { createdAt: Date; id: string }; limit: number }) {
+  async listForTeam(
+    teamId: string,
+    opts: { benchmarkId?: string; before?: { createdAt: Date; id: string }; limit: number },
+  ) {
     const qb = this.repo.createQueryBuilder('s').where('s.team_id = :teamId', { teamId });
     if (opts.benchmarkId) qb.andWhere('s.benchmark_id = :b', { b: opts.benchmarkId });
-    if (opts.before) qb.andWhere('(s.created_at, s.id) < (:c, :i)', { c: opts.before.createdAt, i: opts.before.id });
+    if (opts.before)
+      qb.andWhere('(s.created_at, s.id) < (:c, :i)', { c: opts.before.createdAt, i: opts.before.id });
     return qb.orderBy('s.created_at', 'DESC').addOrderBy('s.id', 'DESC').limit(opts.limit).getMany();
   }
 }

@@ -26,7 +26,11 @@ export interface SubmissionSource {
 /** "fast-qwen", "submission": what precedes " #N" in a submission's name. */
 export function sourceNameFrom(raw: string): string {
   const stem = raw.replace(/\.(tar\.gz|tgz|py)$/i, '');
-  const clean = stem.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 60);
+  const clean = stem
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60);
   return clean || 'upload';
 }
 
@@ -42,7 +46,11 @@ export class SubmissionsService {
   ) {}
 
   /** A browser or API upload. Uploading alone starts no run. */
-  async upload(principal: Principal, benchmarkId: string | undefined, file: { originalname: string; buffer: Buffer } | undefined): Promise<UploadResponse> {
+  async upload(
+    principal: Principal,
+    benchmarkId: string | undefined,
+    file: { originalname: string; buffer: Buffer } | undefined,
+  ): Promise<UploadResponse> {
     if (!benchmarkId) {
       const known = (await this.benchmarks.list()).map((b) => b.id).join(', ');
       throw badRequest('benchmark_required', `Send the form field "benchmark" (one of: ${known}).`);
@@ -52,24 +60,41 @@ export class SubmissionsService {
     await this.teams.authorize(principal, teamId, 'submit');
     const benchmark = await this.benchmarks.get(benchmarkId);
     const name = Buffer.from(file.originalname, 'latin1').toString('utf8');
-    return this.create(teamId, principal.user.id, benchmark, name, file.buffer, { source: 'upload', sourceName: sourceNameFrom(name) });
+    return this.create(teamId, principal.user.id, benchmark, name, file.buffer, {
+      source: 'upload',
+      sourceName: sourceNameFrom(name),
+    });
   }
 
   /**
    * Validates with the shared rules and stores by sha256. Used by uploads and by repository pushes,
    * so both are held to exactly the same rules.
    */
-  async create(teamId: string, userId: string, benchmark: EffectiveBenchmark, filename: string, bytes: Buffer, source: SubmissionSource): Promise<UploadResponse> {
+  async create(
+    teamId: string,
+    userId: string,
+    benchmark: EffectiveBenchmark,
+    filename: string,
+    bytes: Buffer,
+    source: SubmissionSource,
+  ): Promise<UploadResponse> {
     if (!benchmark.submissionsOpen) {
-      throw forbidden('submissions_closed', `Submissions to ${benchmark.title} are closed by the organizer. You can prepare code and read existing results meanwhile.`);
+      throw forbidden(
+        'submissions_closed',
+        `Submissions to ${benchmark.title} are closed by the organizer. You can prepare code and read existing results meanwhile.`,
+      );
     }
     const validation = await this.validate(benchmark, filename, bytes);
     if (!validation.ok) {
       const list = validation.problems.map((p) => `${p.rule}: ${p.message}`).join(' ');
-      throw unprocessable('invalid_submission', `The submission breaks ${validation.problems.length === 1 ? 'a rule' : 'the rules'}. ${list}`, {
-        verdicts: validation.verdicts,
-        problems: validation.problems,
-      });
+      throw unprocessable(
+        'invalid_submission',
+        `The submission breaks ${validation.problems.length === 1 ? 'a rule' : 'the rules'}. ${list}`,
+        {
+          verdicts: validation.verdicts,
+          problems: validation.problems,
+        },
+      );
     }
     const sha256 = await this.artifacts.put(bytes);
     const entity = await this.submissions.createNumbered({
@@ -101,12 +126,19 @@ export class SubmissionsService {
   /** The gate for a submission: someone outside its team gets 404, as if it did not exist. */
   async getAuthorized(principal: Principal, id: string, action: 'read' | 'run'): Promise<SubmissionEntity> {
     const entity = await this.submissions.findById(id);
-    if (!entity) throw notFound('submission_not_found', `No submission ${id} in your team. Copy the Submission ID from its Details panel (the "#7" in a title is not an ID).`);
+    if (!entity)
+      throw notFound(
+        'submission_not_found',
+        `No submission ${id} in your team. Copy the Submission ID from its Details panel (the "#7" in a title is not an ID).`,
+      );
     try {
       await this.teams.authorize(principal, entity.teamId, action);
     } catch (err) {
       if ((err as { status?: number }).status === 404) {
-        throw notFound('submission_not_found', `No submission ${id} in your team. Copy the Submission ID from its Details panel (the "#7" in a title is not an ID).`);
+        throw notFound(
+          'submission_not_found',
+          `No submission ${id} in your team. Copy the Submission ID from its Details panel (the "#7" in a title is not an ID).`,
+        );
       }
       throw err;
     }
@@ -116,11 +148,18 @@ export class SubmissionsService {
   async list(principal: Principal, opts: { benchmarkId?: string; cursor?: string; limit: number }) {
     const teamId = this.teams.requireActiveTeam(principal);
     await this.teams.authorize(principal, teamId, 'read');
-    const rows = await this.submissions.listForTeam(teamId, { benchmarkId: opts.benchmarkId, before: decodeCursor(opts.cursor), limit: opts.limit + 1 });
+    const rows = await this.submissions.listForTeam(teamId, {
+      benchmarkId: opts.benchmarkId,
+      before: decodeCursor(opts.cursor),
+      limit: opts.limit + 1,
+    });
     const page = rows.slice(0, opts.limit);
     const items = await Promise.all(page.map((r) => this.view(r)));
     const last = page[page.length - 1];
-    return { items, nextCursor: rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.id) : null };
+    return {
+      items,
+      nextCursor: rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.id) : null,
+    };
   }
 
   /** The starter served by "Download starter archive": packed exactly as an upload must be. */
@@ -129,12 +168,23 @@ export class SubmissionsService {
     const dir = path.resolve(this.config.rootDir, benchmark.starter);
     if (benchmark.kind === 'training') {
       const file = path.join(dir, 'submission.py');
-      return { filename: 'submission.py', contentType: 'text/x-python; charset=utf-8', bytes: await this.readStarter(file) };
+      return {
+        filename: 'submission.py',
+        contentType: 'text/x-python; charset=utf-8',
+        bytes: await this.readStarter(file),
+      };
     }
     try {
-      return { filename: `${benchmark.id}-starter.tar.gz`, contentType: 'application/gzip', bytes: await packFolder(path.join(dir, 'engine')) };
+      return {
+        filename: `${benchmark.id}-starter.tar.gz`,
+        contentType: 'application/gzip',
+        bytes: await packFolder(path.join(dir, 'engine')),
+      };
     } catch {
-      throw notFound('starter_missing', `This hub has no starter for ${benchmark.id} (${benchmark.starter}/engine).`);
+      throw notFound(
+        'starter_missing',
+        `This hub has no starter for ${benchmark.id} (${benchmark.starter}/engine).`,
+      );
     }
   }
 
@@ -148,8 +198,16 @@ export class SubmissionsService {
     const dir = path.resolve(this.config.rootDir, benchmark.starter);
     const top = path.basename(dir);
     const st = await fs.stat(dir).catch(() => null);
-    if (!st?.isDirectory()) throw notFound('starter_missing', `This hub has no starter for ${benchmark.id} (${benchmark.starter}).`);
-    return { filename: `${top}-template.tar.gz`, contentType: 'application/gzip', bytes: await packTemplate(dir, top) };
+    if (!st?.isDirectory())
+      throw notFound(
+        'starter_missing',
+        `This hub has no starter for ${benchmark.id} (${benchmark.starter}).`,
+      );
+    return {
+      filename: `${top}-template.tar.gz`,
+      contentType: 'application/gzip',
+      bytes: await packTemplate(dir, top),
+    };
   }
 
   readArtifact(sha256: string): Promise<Buffer> {

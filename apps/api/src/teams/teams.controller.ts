@@ -11,7 +11,9 @@ export class TeamsController {
 
   @Get()
   mine(@CurrentPrincipal() principal: Principal): Promise<TeamSummary[]> {
-    return this.teams.listMine(principal.user.id).then((all) => (principal.via === 'token' ? all.filter((t) => t.id === principal.teamId) : all));
+    return this.teams
+      .listMine(principal.user.id)
+      .then((all) => (principal.via === 'token' ? all.filter((t) => t.id === principal.teamId) : all));
   }
 
   @Post()
@@ -26,19 +28,29 @@ export class TeamsController {
   }
 
   @Get(':id')
-  detail(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) id: string): Promise<TeamDetail> {
+  detail(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) id: string,
+  ): Promise<TeamDetail> {
     return this.teams.detail(principal, id);
   }
 
   @Post(':id/invite-code')
   @HttpCode(200)
-  regenerate(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) id: string): Promise<TeamDetail> {
+  regenerate(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) id: string,
+  ): Promise<TeamDetail> {
     return this.teams.regenerateInviteCode(principal, id);
   }
 
   @Post(':id/leave')
   @HttpCode(200)
-  leave(@CurrentPrincipal() principal: Principal, @Param('id', new UuidParam('team')) id: string, @Body() body: LeaveTeamDto) {
+  leave(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('team')) id: string,
+    @Body() body: LeaveTeamDto,
+  ) {
     return this.teams.leave(principal, id, body.newOwnerUserId);
   }
 

@@ -82,8 +82,14 @@ export class TeamsRepository extends TransactionalRepository {
         WHERE m.user_id = $1 ORDER BY t.name`,
       [userId],
     );
-    const teams = rows.length ? await this.manager.findBy(TeamEntity, { id: In(rows.map((r) => r.team_id)) }) : [];
+    const teams = rows.length
+      ? await this.manager.findBy(TeamEntity, { id: In(rows.map((r) => r.team_id)) })
+      : [];
     const byId = new Map(teams.map((t) => [t.id, t]));
-    return rows.map((r) => ({ team: byId.get(r.team_id)!, role: r.role, memberCount: Number(r.member_count) }));
+    return rows.map((r) => ({
+      team: byId.get(r.team_id)!,
+      role: r.role,
+      memberCount: Number(r.member_count),
+    }));
   }
 }

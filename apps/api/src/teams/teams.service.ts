@@ -29,11 +29,17 @@ export class TeamsService {
     const membership = await this.teams.findMembership(teamId, principal.user.id);
     if (!membership) throw this.teamNotFound();
     if (principal.via === 'token' && !tokenAllows(action)) {
-      throw forbidden('token_not_allowed', `API tokens cannot ${ACTION_TEXT[action]}; sign in to the web as an owner or admin.`);
+      throw forbidden(
+        'token_not_allowed',
+        `API tokens cannot ${ACTION_TEXT[action]}; sign in to the web as an owner or admin.`,
+      );
     }
     if (!roleAllows(membership.role, action)) {
       const who = action === 'change_roles' ? 'team owners' : 'team owners and admins';
-      throw forbidden('role_not_allowed', `Only ${who} can ${ACTION_TEXT[action]}; your role is ${membership.role}.`);
+      throw forbidden(
+        'role_not_allowed',
+        `Only ${who} can ${ACTION_TEXT[action]}; your role is ${membership.role}.`,
+      );
     }
     return membership;
   }
@@ -41,14 +47,23 @@ export class TeamsService {
   /** The team a request acts for: the token's team, or the session's active team. */
   requireActiveTeam(principal: Principal): string {
     if (!principal.teamId) {
-      throw badRequest('no_active_team', 'Create or join a team first, or choose one with POST /api/me/active-team.');
+      throw badRequest(
+        'no_active_team',
+        'Create or join a team first, or choose one with POST /api/me/active-team.',
+      );
     }
     return principal.teamId;
   }
 
   async listMine(userId: string): Promise<TeamSummary[]> {
     const rows = await this.teams.listForUser(userId);
-    return rows.map(({ team, role, memberCount }) => ({ id: team.id, name: team.name, slug: team.slug, role, memberCount }));
+    return rows.map(({ team, role, memberCount }) => ({
+      id: team.id,
+      name: team.name,
+      slug: team.slug,
+      role,
+      memberCount,
+    }));
   }
 
   async create(principal: Principal, name: string): Promise<TeamDetail> {
@@ -67,12 +82,18 @@ export class TeamsService {
     this.requireSession(principal, 'join a team');
     const code = normalizeInviteCode(rawCode);
     if (!code) {
-      throw badRequest('invalid_invite_code', 'An invite code is six letters and digits, such as K7M2QX; check it with the team owner or admin.');
+      throw badRequest(
+        'invalid_invite_code',
+        'An invite code is six letters and digits, such as K7M2QX; check it with the team owner or admin.',
+      );
     }
     await this.requireSubmissionsOpen('Teams are joined');
     const team = await this.teams.findByInviteCode(code);
     if (!team) {
-      throw notFound('invite_code_not_found', 'No team has this invite code. Ask an owner or admin for the current code; it changes when they regenerate it.');
+      throw notFound(
+        'invite_code_not_found',
+        'No team has this invite code. Ask an owner or admin for the current code; it changes when they regenerate it.',
+      );
     }
     if (await this.teams.findMembership(team.id, principal.user.id)) {
       throw conflict('already_member', `You are already a member of ${team.name}.`);
@@ -107,7 +128,11 @@ export class TeamsService {
    * Leaving: a sole owner with other members hands ownership to one of them first; a team left
    * empty keeps its submissions and results.
    */
-  async leave(principal: Principal, teamId: string, newOwnerUserId?: string): Promise<{ left: true; teamId: string }> {
+  async leave(
+    principal: Principal,
+    teamId: string,
+    newOwnerUserId?: string,
+  ): Promise<{ left: true; teamId: string }> {
     this.requireSession(principal, 'leave a team');
     await this.authorize(principal, teamId, 'read');
     const userId = principal.user.id;
@@ -154,7 +179,12 @@ export class TeamsService {
     return this.detail(principal, teamId);
   }
 
-  async changeRole(principal: Principal, teamId: string, targetUserId: string, role: Role): Promise<TeamDetail> {
+  async changeRole(
+    principal: Principal,
+    teamId: string,
+    targetUserId: string,
+    role: Role,
+  ): Promise<TeamDetail> {
     await this.authorize(principal, teamId, 'change_roles');
     await this.teams.transaction(async (tx) => {
       const members = await tx.lockMembers(teamId);
@@ -186,12 +216,20 @@ export class TeamsService {
     const users = new Map((await this.users.findByIds(members.map((m) => m.userId))).map((u) => [u.id, u]));
     return members.map((m) => {
       const u = users.get(m.userId)!;
-      return { userId: m.userId, login: u.login, name: u.name, avatarUrl: u.avatarUrl, role: m.role, joinedAt: m.joinedAt.toISOString() };
+      return {
+        userId: m.userId,
+        login: u.login,
+        name: u.name,
+        avatarUrl: u.avatarUrl,
+        role: m.role,
+        joinedAt: m.joinedAt.toISOString(),
+      };
     });
   }
 
   private requireSession(principal: Principal, what: string): void {
-    if (principal.via !== 'session') throw forbidden('token_not_allowed', `API tokens cannot ${what}; sign in to the web.`);
+    if (principal.via !== 'session')
+      throw forbidden('token_not_allowed', `API tokens cannot ${what}; sign in to the web.`);
   }
 
   private async requireSubmissionsOpen(what: string): Promise<void> {

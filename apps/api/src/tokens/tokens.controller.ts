@@ -10,7 +10,10 @@ export class TokensController {
   constructor(private readonly tokens: TokensService) {}
 
   @Get()
-  list(@CurrentPrincipal() principal: Principal, @Param('teamId', new UuidParam('team')) teamId: string): Promise<TokenView[]> {
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Param('teamId', new UuidParam('team')) teamId: string,
+  ): Promise<TokenView[]> {
     return this.tokens.list(principal, teamId);
   }
 

@@ -36,7 +36,10 @@ export class TokensRepository {
       .createQueryBuilder()
       .update()
       .set({ lastUsedAt: at })
-      .where('id = :id AND (last_used_at IS NULL OR last_used_at < :cutoff)', { id, cutoff: new Date(at.getTime() - 60_000) })
+      .where('id = :id AND (last_used_at IS NULL OR last_used_at < :cutoff)', {
+        id,
+        cutoff: new Date(at.getTime() - 60_000),
+      })
       .execute();
   }
 }

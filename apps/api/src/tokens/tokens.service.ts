@@ -9,7 +9,8 @@ import { UsersService } from '../users/users.service';
 import { ApiTokenEntity } from './api-token.entity';
 import { TokensRepository } from './tokens.repository';
 
-const REFUSED_HINT = 'Check that DRYFT_TOKEN holds the whole value; an owner or admin can create a replacement under API tokens.';
+const REFUSED_HINT =
+  'Check that DRYFT_TOKEN holds the whole value; an owner or admin can create a replacement under API tokens.';
 
 @Injectable()
 export class TokensService {
@@ -20,7 +21,12 @@ export class TokensService {
     private readonly clock: Clock,
   ) {}
 
-  async create(principal: Principal, teamId: string, name: string, expiresAt?: string): Promise<CreatedTokenView> {
+  async create(
+    principal: Principal,
+    teamId: string,
+    name: string,
+    expiresAt?: string,
+  ): Promise<CreatedTokenView> {
     await this.teams.authorize(principal, teamId, 'manage_tokens');
     const expiry = expiresAt ? new Date(expiresAt) : null;
     if (expiry && expiry.getTime() <= this.clock.now().getTime()) {
@@ -41,7 +47,9 @@ export class TokensService {
   async list(principal: Principal, teamId: string): Promise<TokenView[]> {
     await this.teams.authorize(principal, teamId, 'manage_tokens');
     const rows = await this.tokens.listForTeam(teamId);
-    const logins = new Map((await this.users.findByIds([...new Set(rows.map((r) => r.createdBy))])).map((u) => [u.id, u.login]));
+    const logins = new Map(
+      (await this.users.findByIds([...new Set(rows.map((r) => r.createdBy))])).map((u) => [u.id, u.login]),
+    );
     return rows.map((r) => this.toView(r, logins.get(r.createdBy) ?? 'unknown'));
   }
 
@@ -62,17 +70,31 @@ export class TokensService {
    */
   async authenticate(value: string): Promise<Principal> {
     const format = checkTokenFormat(value, 'pat');
-    if (!format.ok) throw unauthorized(format.reason === 'bad_checksum' ? 'token_bad_checksum' : 'token_malformed', `${format.message} ${REFUSED_HINT}`);
+    if (!format.ok)
+      throw unauthorized(
+        format.reason === 'bad_checksum' ? 'token_bad_checksum' : 'token_malformed',
+        `${format.message} ${REFUSED_HINT}`,
+      );
     const token = await this.tokens.findByHash(hashToken(value));
     if (!token) throw unauthorized('token_invalid', `This token is not known to this hub. ${REFUSED_HINT}`);
     const now = this.clock.now();
-    if (token.revokedAt) throw unauthorized('token_revoked', 'This token was revoked; ask a team owner or admin for a replacement.');
+    if (token.revokedAt)
+      throw unauthorized(
+        'token_revoked',
+        'This token was revoked; ask a team owner or admin for a replacement.',
+      );
     if (token.expiresAt && token.expiresAt.getTime() <= now.getTime()) {
-      throw unauthorized('token_expired', `This token expired on ${token.expiresAt.toISOString()}; ask a team owner or admin for a replacement.`);
+      throw unauthorized(
+        'token_expired',
+        `This token expired on ${token.expiresAt.toISOString()}; ask a team owner or admin for a replacement.`,
+      );
     }
     const user = await this.users.findById(token.createdBy);
     if (!user || !(await this.teams.isMember(token.teamId, user.id))) {
-      throw unauthorized('token_creator_left', "This token's creator is no longer a member of the team, so it no longer works; ask an owner or admin for a replacement.");
+      throw unauthorized(
+        'token_creator_left',
+        "This token's creator is no longer a member of the team, so it no longer works; ask an owner or admin for a replacement.",
+      );
     }
     await this.tokens.touch(token.id, now);
     return { user, isAdmin: this.users.isAdmin(user), via: 'token', teamId: token.teamId, tokenId: token.id };

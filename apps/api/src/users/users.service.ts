@@ -24,29 +24,53 @@ export class UsersService {
   }
 
   view(user: UserEntity): UserView {
-    return { id: user.id, login: user.login, name: user.name, avatarUrl: user.avatarUrl, isAdmin: this.isAdmin(user) };
+    return {
+      id: user.id,
+      login: user.login,
+      name: user.name,
+      avatarUrl: user.avatarUrl,
+      isAdmin: this.isAdmin(user),
+    };
   }
 
   /** GitHub sign-in: the numeric id is the identity; the login may change on GitHub's side. */
   async upsertFromGithub(profile: GithubProfile): Promise<UserEntity> {
     const existing = await this.users.findByGithubId(profile.id);
     if (existing) {
-      return this.users.save({ ...existing, login: profile.login, name: profile.name, avatarUrl: profile.avatarUrl });
+      return this.users.save({
+        ...existing,
+        login: profile.login,
+        name: profile.name,
+        avatarUrl: profile.avatarUrl,
+      });
     }
     const sameLogin = await this.users.findByLogin(profile.login);
     if (sameLogin && sameLogin.githubId === null) {
       // A dev sign-in user with this login becomes the GitHub user (development databases only).
-      return this.users.save({ ...sameLogin, githubId: profile.id, name: profile.name, avatarUrl: profile.avatarUrl });
+      return this.users.save({
+        ...sameLogin,
+        githubId: profile.id,
+        name: profile.name,
+        avatarUrl: profile.avatarUrl,
+      });
     }
     if (sameLogin) {
       // GitHub reassigned the login: the old holder keeps their account under a marked login.
       await this.users.save({ ...sameLogin, login: `${sameLogin.login}~${sameLogin.githubId}` });
     }
-    return this.users.save({ githubId: profile.id, login: profile.login, name: profile.name, avatarUrl: profile.avatarUrl });
+    return this.users.save({
+      githubId: profile.id,
+      login: profile.login,
+      name: profile.name,
+      avatarUrl: profile.avatarUrl,
+    });
   }
 
   async findOrCreateDevUser(login: string): Promise<UserEntity> {
-    return (await this.users.findByLogin(login)) ?? this.users.save({ login, githubId: null, name: null, avatarUrl: null });
+    return (
+      (await this.users.findByLogin(login)) ??
+      this.users.save({ login, githubId: null, name: null, avatarUrl: null })
+    );
   }
 
   findById(id: string): Promise<UserEntity | null> {

@@ -4,4 +4,9 @@ import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
 import { Foundation1796015261736 } from './1796015261736-Foundation';
 // Checked-in migrations, oldest first. Generate a new one with `npm run migration:generate -- Name`.
-export const MIGRATIONS: (new () => MigrationInterface)[] = [Foundation1796015261736, RunsCore1796015525700, Agents1796015857416, GithubApp1796016798089];
+export const MIGRATIONS: (new () => MigrationInterface)[] = [
+  Foundation1796015261736,
+  RunsCore1796015525700,
+  Agents1796015857416,
+  GithubApp1796016798089,
+];
