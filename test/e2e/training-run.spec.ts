@@ -1,0 +1,138 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { chromium } from 'playwright-core';
+import { parse, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
+import { ROOT } from '../support/hub';
+import { existsSync } from 'node:fs';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/**
+ * The single-file product end to end, on CPU: a `submission.py` uploaded through the hub for the
+ * easy tier with a dataset runs on the real local agent (bubblewrap, the real training evaluator on
+ * Debian's torch), and its accuracy appears in the result and on the run page. The definition is
+ * deep-recurrence's own with CPU hardware and an 8-second easy tier: what changes is only where and
+ * how long it trains.
+ */
+describe.skipIf(!existsSync(AGENT_MAIN))('deep-recurrence through the hub on a CPU agent', () => {
+  let hub: Quickstart;
+  let benchmarksDir: string;
+
+  beforeAll(async () => {
+    benchmarksDir = mkdtempSync(path.join(tmpdir(), 'dryft-benchmarks-'));
+    cpSync(path.join(ROOT, 'config/benchmarks'), benchmarksDir, { recursive: true });
+    const file = path.join(benchmarksDir, 'deep-recurrence.yaml');
+    const def = parse(readFileSync(file, 'utf8'));
+    def.hardware = { accelerator: 'cpu', gpuModels: [] };
+    def.tiers = def.tiers.map((t: { id: string }) =>
+      t.id === 'easy' ? { ...t, trainingSeconds: 8, evalSeconds: 60 } : t,
+    );
+    def.datasets = def.datasets.map((d: { id: string; task: Record<string, unknown> }) =>
+      d.id === 'square' ? { ...d, task: { ...d.task, modulus: 97, evalExamples: 512 } } : d,
+    );
+    writeFileSync(file, stringify(def));
+    hub = await startQuickstart({
+      env: {
+        BENCHMARKS_DIR: benchmarksDir,
+        HARNESS_PYTHON: process.env.HARNESS_PYTHON ?? '/usr/bin/python3',
+      },
+    });
+  });
+  afterAll(async () => {
+    await hub?.close();
+    rmSync(benchmarksDir, { recursive: true, force: true });
+  });
+
+  it('uploads submission.py, runs the easy tier on a dataset, and shows the accuracy on the run page', async () => {
+    const signIn = await fetch(`${hub.url}/api/auth/dev`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ login: 'trainer' }),
+    });
+    const cookies = signIn.headers.getSetCookie().map((c) => c.split(';')[0]);
+    const { csrfToken } = await signIn.json();
+    const headers = { cookie: cookies.join('; '), 'x-csrf-token': csrfToken };
+    const team = await fetch(`${hub.url}/api/teams`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Trainers' }),
+    });
+    expect(team.status).toBe(201);
+
+    const form = new FormData();
+    form.set('benchmark', 'deep-recurrence');
+    form.set(
+      'file',
+      new Blob([readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py'))]),
+      'submission.py',
+    );
+    const up = await fetch(`${hub.url}/api/submissions`, { method: 'POST', headers, body: form });
+    expect(up.status).toBe(201);
+    const { submission } = await up.json();
+    const created = await fetch(`${hub.url}/api/submissions/${submission.id}/runs`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': `train-${Date.now()}` },
+      body: JSON.stringify({ mode: 'public', tier: 'easy', dataset: 'square' }),
+    });
+    expect(created.status).toBe(201);
+    const { run, quota } = await created.json();
+    expect(quota).toMatchObject({ bucket: 'easy', limit: 60, used: 1, remaining: 59 });
+
+    let view;
+    for (const end = Date.now() + 150_000; Date.now() < end;) {
+      view = await (await fetch(`${hub.url}/api/runs/${run.id}`, { headers })).json();
+      if (['succeeded', 'failed', 'canceled'].includes(view.status)) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const result = await (await fetch(`${hub.url}/api/runs/${run.id}/result`, { headers })).json();
+    expect(view.status, JSON.stringify(result).slice(0, 2000)).toBe('succeeded');
+    // An accuracy (how far above chance 6 s of a loaded CPU gets is the harness tests' business),
+    // with the steps, updates and tokens seen, and a loss curve.
+    expect(result.score).toBeGreaterThanOrEqual(0);
+    expect(result.score).toBeLessThanOrEqual(100);
+    expect(result.metrics).toMatchObject({ accuracy: result.score });
+    expect(result.metrics.updates).toBeGreaterThan(0);
+    expect(result.metrics.tokensSeen).toBeGreaterThan(0);
+    expect(result.curve?.length ?? 0).toBeGreaterThan(0);
+
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    try {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+      await ctx.addCookies(
+        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
+      );
+      const page = await ctx.newPage();
+      const errors: string[] = [];
+      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${hub.url}/runs/${run.id}`);
+      const score = page.getByTestId('run-score');
+      await expect
+        .poll(async () => (await score.textContent())?.trim(), { timeout: 20_000 })
+        .toBe(`${result.score.toFixed(2)}%`);
+      // The stored loss curve and the run's log come back on a later visit too.
+      await page.getByTestId('chart-metric-loss').waitFor({ timeout: 20_000 });
+      if (view.lastLogSeq > 0) await page.getByText(`${view.lastLogSeq} lines`).waitFor({ timeout: 20_000 });
+      await page.screenshot({
+        path: path.join(ROOT, 'test/e2e/screenshots/training-run.png'),
+        fullPage: true,
+      });
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+});
