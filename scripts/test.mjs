@@ -13,9 +13,9 @@ const totals = { passed: 0, failed: 0, skipped: 0 };
 let broken = false;
 
 function pythonForHarness() {
-  if (process.env.HARNESS_PYTHON) return process.env.HARNESS_PYTHON;
   // The python3 on PATH may be a pyenv without Debian's torch and pytest: prefer the system one.
-  for (const candidate of ['/usr/bin/python3', 'python3']) {
+  const candidates = [process.env.HARNESS_PYTHON, '/usr/bin/python3', 'python3'].filter(Boolean);
+  for (const candidate of candidates) {
     const r = spawnSync(candidate, ['-c', 'import pytest'], { stdio: 'ignore' });
     if (r.status === 0) return candidate;
   }
@@ -46,11 +46,18 @@ if (!only || only === 'node') {
 
 if (!only || only === 'harness') {
   const python = pythonForHarness();
-  if (!python) {
+  const strict = process.env.CI === 'true' || process.env.DRYFT_REQUIRE_ALL === '1';
+  if (!python && strict) {
     console.error(
-      '\n[tests] FAILED: no Python with pytest found for the harness tests (set HARNESS_PYTHON).',
+      '\n[tests] FAILED: no Python with pytest for the harness tests (apt-get install python3-pytest python3-torch, or set HARNESS_PYTHON).',
     );
     broken = true;
+  } else if (!python) {
+    // A bare machine (Node, npm and python3 only): say so loudly; CI installs pytest and never skips.
+    console.warn(
+      '\n[tests] SKIPPING the Python harness tests: no Python with pytest (apt-get install python3-pytest python3-torch, or set HARNESS_PYTHON).\n',
+    );
+    totals.skipped += 1;
   } else {
     const junit = path.join(outDir, 'pytest.xml');
     const r = spawnSync(

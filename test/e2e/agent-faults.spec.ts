@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import * as path from 'node:path';
 import { io } from 'socket.io-client';
+import { available } from '../support/prerequisites';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeSandbox } from '../../apps/gpu-agent/src/sandbox';
 import {
@@ -44,7 +45,7 @@ describe('agent faults, cancels and containment', () => {
   let agentId: string;
   let agent: AgentProc | undefined;
   const sandbox = probeSandbox();
-  if (!sandbox.ok) console.warn(`[agent-faults] SKIPPING the sandbox containment test: ${sandbox.reason}`);
+  available('bubblewrap with namespaces', sandbox.ok, `${sandbox.reason}; apt-get install bubblewrap`);
   const apiEnv = { ADMIN_LOGINS: 'org', AGENT_LEASE_SECONDS: String(LEASE), DEADLINE_GRACE_SECONDS: '1' };
 
   const boot = () => startApi({ dbUrl: db.url, port, dataDir, env: apiEnv });

@@ -6,6 +6,7 @@ import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
 import { ROOT } from '../support/hub';
+import { available, pythonWithTorch } from '../support/prerequisites';
 import { existsSync } from 'node:fs';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -27,7 +28,12 @@ const ARGS = [
  * deep-recurrence's own with CPU hardware and an 8-second easy tier: what changes is only where and
  * how long it trains.
  */
-describe.skipIf(!existsSync(AGENT_MAIN))('deep-recurrence through the hub on a CPU agent', () => {
+const python = pythonWithTorch();
+
+describe.skipIf(
+  !existsSync(AGENT_MAIN) ||
+    !available('a Python with torch', python !== null, 'apt-get install python3-torch'),
+)('deep-recurrence through the hub on a CPU agent', () => {
   let hub: Quickstart;
   let benchmarksDir: string;
 
@@ -47,7 +53,7 @@ describe.skipIf(!existsSync(AGENT_MAIN))('deep-recurrence through the hub on a C
     hub = await startQuickstart({
       env: {
         BENCHMARKS_DIR: benchmarksDir,
-        HARNESS_PYTHON: process.env.HARNESS_PYTHON ?? '/usr/bin/python3',
+        HARNESS_PYTHON: python!,
       },
     });
   });

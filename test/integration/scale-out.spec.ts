@@ -2,6 +2,7 @@ import { createConnection } from 'node:net';
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
+import { available } from '../support/prerequisites';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunAssign } from '@dryft/libs';
 import {
@@ -34,9 +35,11 @@ async function redisReachable(url: string): Promise<boolean> {
   });
 }
 
-const reachable = await redisReachable(redisUrl);
-if (!reachable)
-  console.warn(`[scale-out] SKIPPED: no Redis at ${redisUrl} (set REDIS_URL or start redis-server)`);
+const reachable = available(
+  `Redis at ${redisUrl}`,
+  await redisReachable(redisUrl),
+  'set REDIS_URL or start redis-server',
+);
 
 /**
  * Two API processes on one Postgres and one Redis: the agent on replica A, the watcher on replica
