@@ -63,6 +63,19 @@ export default defineConfig({
       {
         ...shared,
         test: {
+          // Faults injected into real processes (API, agent, Postgres): kill, stop, cut, revoke.
+          name: 'fault',
+          sequence: { groupOrder: 3 },
+          include: ['test/fault/**/*.spec.ts'],
+          environment: 'node',
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        ...shared,
+        test: {
           name: 'e2e',
           sequence: { groupOrder: 2 },
           include: ['test/e2e/**/*.spec.ts'],
