@@ -64,6 +64,9 @@ class EventWriter:
         workloads: Optional[list] = None,
         metrics: Optional[dict] = None,
         detail: Optional[str] = None,
+        interval: Optional[dict] = None,
+        pairs: Optional[int] = None,
+        indicative: Optional[bool] = None,
     ) -> None:
         if self.result_sent:
             return
@@ -80,5 +83,13 @@ class EventWriter:
         }
         if detail is not None:
             event["detail"] = detail
+        # Decode: the score's 95 % interval and pairs per workload (official, paired), or
+        # indicative = True for a public score (one unpaired sample against a cached baseline).
+        if interval is not None:
+            event["interval"] = interval
+        if pairs is not None:
+            event["pairs"] = pairs
+        if indicative is not None:
+            event["indicative"] = bool(indicative)
         self.emit(event)
         self.result_sent = True

@@ -61,6 +61,14 @@ def validate_decode_spec(spec: dict) -> dict:
         _num(w, "seed", where, integer=True, nonneg=True)
     _num(spec, "samplesPerWorkload", "spec", integer=True, positive=True)
     _num(spec, "warmupSamples", "spec", integer=True, nonneg=True)
+    # Official runs: add pairs up to maxPairs while the score's 95 % interval is wider than
+    # ±targetHalfWidthPct (both optional: without them an official run takes samplesPerWorkload pairs).
+    max_pairs = _num(spec, "maxPairs", "spec", integer=True, positive=True, nullable=True)
+    if max_pairs is not None and max_pairs < spec["samplesPerWorkload"]:
+        raise ValueError(f"spec: maxPairs ({max_pairs}) must be at least samplesPerWorkload ({spec['samplesPerWorkload']})")
+    spec.setdefault("maxPairs", None)
+    _num(spec, "targetHalfWidthPct", "spec", positive=True, nullable=True)
+    spec.setdefault("targetHalfWidthPct", None)
     limits = _obj(spec, "limits", "spec")
     for key in ("loadSeconds", "sampleSeconds", "runSeconds"):
         _num(limits, key, "limits", positive=True)
@@ -74,7 +82,7 @@ def validate_decode_spec(spec: dict) -> dict:
     _num(checks, "maxTpotMs", "checks", positive=True, nullable=True)
     checks.setdefault("maxTtftMs", None)
     checks.setdefault("maxTpotMs", None)
-    _num(checks, "maxSpreadPct", "checks", positive=True)
+    _num(checks, "maxRatioSpreadPct", "checks", positive=True)
     _num(checks, "logitTolerance", "checks", nonneg=True)
     baseline = spec.get("baseline")
     if baseline is not None:

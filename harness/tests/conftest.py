@@ -45,6 +45,7 @@ def check_event(e: dict) -> None:
         assert isinstance(e["name"], str) and isinstance(e["passed"], bool) and isinstance(e["detail"], str)
     elif t == "baseline":
         assert isinstance(e["hardware"], str)
+        assert isinstance(e.get("paired", False), bool) and isinstance(e.get("samples", 1), int)
         for fig in e["workloads"].values():
             assert _num(fig["totalMs"]) and fig["totalMs"] > 0 and _num(fig["ttftMs"]) and _num(fig["tpotMs"])
     elif t == "result":
@@ -53,7 +54,11 @@ def check_event(e: dict) -> None:
         assert (e["status"] == "succeeded") == (e["failureCode"] is None)
         assert isinstance(e["message"], str) and _num(e["score"], nullable=True, nonneg=False)
         for w in e["workloads"]:
-            assert set(w) == {"workload", "samples", "tps", "ttftMs", "tpotMs", "totalMs", "spreadPct", "speedup"}
+            assert set(w) == {"workload", "samples", "tps", "ttftMs", "tpotMs", "totalMs", "spreadPct", "speedup", "ratioSpreadPct"}
+        if "interval" in e:
+            iv = e["interval"]
+            assert set(iv) == {"low", "high", "halfWidth", "level"} and iv["low"] <= iv["high"] and iv["level"] == 0.95
+        assert isinstance(e.get("pairs", 1), int) and isinstance(e.get("indicative", False), bool)
         assert all(_num(v, nonneg=False) for v in e["metrics"].values())
         assert isinstance(e.get("detail", ""), str)
     elif t == "metric":
@@ -85,7 +90,7 @@ def toy_spec(mode="public", **over) -> dict:
         "workloads": [{"name": "w", "batchSize": 2, "promptLength": 32, "maxNewTokens": 8, "seed": 7}],
         "samplesPerWorkload": 2, "warmupSamples": 0,
         "limits": {"loadSeconds": 20, "sampleSeconds": 10, "runSeconds": 60, "memoryBytes": None},
-        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxSpreadPct": 50, "logitTolerance": 0},
+        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxRatioSpreadPct": 50, "logitTolerance": 0},
         # A cached baseline keeps the cheating tests short; tests of the baseline path set None.
         "baseline": {"hardware": "test", "workloads": {"w": {"totalMs": 5.0, "ttftMs": 1.0, "tpotMs": 0.5}}},
     }

@@ -36,7 +36,7 @@ def qwen_spec(model, mode="public", **over):
         "workloads": [{"name": "b2", "batchSize": 2, "promptLength": 16, "maxNewTokens": 12, "seed": 3}],
         "samplesPerWorkload": 2, "warmupSamples": 1,
         "limits": {"loadSeconds": 60, "sampleSeconds": 30, "runSeconds": 120, "memoryBytes": None},
-        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxSpreadPct": 100, "logitTolerance": 1e-3},
+        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxRatioSpreadPct": 100, "logitTolerance": 1e-3},
         "baseline": None,
     }
     spec.update(over)

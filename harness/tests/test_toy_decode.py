@@ -60,7 +60,7 @@ def test_official_baseline_scores_about_100(tmp_path):
     # Stability has its own test (test_cheats); the CI box is shared, so a wide spread limit and
     # wide score bounds here: this checks the official path and the formula, not the machine.
     spec = toy_spec("official", workloads=PUBLIC_WORKLOADS[:1], samplesPerWorkload=5, warmupSamples=1, baseline=None,
-                    checks={"maxSpreadPct": 10000})
+                    checks={"maxRatioSpreadPct": 10000})
     run = run_harness(spec, TOY_BASELINE, tmp_path)
     res = run.result
     assert res["status"] == "succeeded", res

@@ -1,21 +1,27 @@
-"""Decode evaluation: baseline (if not cached), candidate, correctness, limits, score.
+"""Decode evaluation: baseline and candidate, correctness, limits, score.
 
 Flow of one run (all in the trusted parent; engines run in untrusted children, see engineproc):
  1. Check the submission's files (allowed extensions, no links).
- 2. Baseline: if spec.baseline is null (or lacks a workload), run spec.baselineEngine through the
-    same child mechanism, samplesPerWorkload timed samples after the warm-up ones, and emit a
-    `baseline` event. Its tokens become the reference tokens for the same prompts.
- 3. Candidate: load (untimed, limits.loadSeconds), then per workload the warm-up samples and the
-    timed ones (public: 1, official: samplesPerWorkload), each a `sample` event.
+ 2. Official runs (paired, see pairing.py): the trusted baseline engine (spec.baselineEngine) and
+    the candidate each run in their own child, both loaded once (untimed). Per workload both get
+    the warm-up samples, then timed samples alternate in pairs on the same prompts, AB, BA, AB, …
+    Pairs are added in rounds (one per workload) from samplesPerWorkload up to maxPairs until the
+    score's 95 % bootstrap interval is within targetHalfWidthPct. The baseline's medians go out as
+    a `baseline` event (the hub caches them for public runs) and its tokens become the reference
+    tokens for the same prompts.
+ 3. Public runs: one timed candidate sample per workload against spec.baseline (the hub's cache);
+    when there is none, the baseline engine is measured first in its own child (samplesPerWorkload
+    timed samples). The score is indicative.
  4. Output check: a token equal to the reference token at the same place is accepted (the
     reference tokens were themselves checked); otherwise the parent runs one teacher-forced
     forward of the reference model over prompt + the candidate's own tokens and accepts a token
     only where its logit is within checks.logitTolerance of the row's max. After a tie-accepted
     divergence, later tokens are judged against the candidate's own prefix, which is what the
     teacher-forced pass does.
- 5. Memory, latency (official), timing stability (official), then the score:
-    100 × geometric mean over workloads of (baseline totalMs ÷ candidate totalMs), each the
-    median over timed samples.
+ 5. Memory (the candidate's child only), latency and timing stability of the paired ratios
+    (official), then the score: 100 × geometric mean over workloads of the speed-up, which is the
+    median over pairs of baseline totalMs ÷ candidate totalMs (official) or the cached baseline's
+    totalMs ÷ the candidate's one sample (public).
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from typing import Optional
 from ..engineproc import EngineFailure, EngineProcess, Sample
 from ..memory import make_measurer
 from ..spec import validate_decode_spec
+from . import pairing
 from .prompts import prompts as make_prompts
 
 ALLOWED_EXTENSIONS = (".py", ".pyi", ".yaml", ".yml", ".json", ".toml", ".txt", ".md", ".cfg", ".ini")
@@ -95,6 +102,12 @@ def hardware_name() -> str:
     return f"cpu: {cpu}"
 
 
+def hardware_key(name: str) -> str:
+    """The one key baselines are cached and compared under: the GPU model name, or "cpu" for every
+    CPU machine (the hub's baselineKey and the agent's capability report use the same rule)."""
+    return "cpu" if name == "cpu" or name.startswith("cpu:") else name
+
+
 def ms(ns: Optional[float]) -> Optional[float]:
     return None if ns is None else ns / 1e6
 
@@ -140,8 +153,11 @@ class DecodeRun:
         self.reference = None
         self.summaries: list = []
         self.metrics: dict = {}
+        self.procs: list = []
+        self.measurer_name = None
+        self.peak = None
 
-    # -- measuring one engine ---------------------------------------------------------------
+    # -- measuring engines ------------------------------------------------------------------
 
     def _deadline(self, seconds: float, what: str) -> tuple[int, str]:
         own = time.perf_counter_ns() + int(seconds * 1e9)
@@ -149,47 +165,148 @@ class DecodeRun:
             return own, f"{what} of {seconds:g} s"
         return self.run_deadline, f"the whole-run deadline (limits.runSeconds = {self.spec['limits']['runSeconds']:g} s)"
 
-    def measure(self, engine_dir: str, role: str, timed: int) -> dict:
-        spec, events = self.spec, self.events
-        limits = spec["limits"]
-        vocab = self.reference.vocab_size
+    def _open(self, engine_dir: str, role: str) -> EngineProcess:
+        """Starts one engine's child and loads it (untimed). Memory is limited for the candidate
+        only; the baseline's child is measured for the log but never judged."""
+        limits = self.spec["limits"]
         measurer = self.measurer_factory(limits.get("memoryMeasure", "auto"))
-        proc = EngineProcess(engine_dir, role, measurer, limits["memoryBytes"])
-        self.measurer_name = measurer.name if measurer.applicable else None
+        proc = EngineProcess(engine_dir, role, measurer, limits["memoryBytes"] if role == "candidate" else None)
+        self.procs.append(proc)
+        if role == "candidate":
+            self.measurer_name = measurer.name if measurer.applicable else None
+        proc.start()
+        t = time.perf_counter()
+        deadline, text = self._deadline(limits["loadSeconds"], "limits.loadSeconds")
+        proc.load(self.spec["model"]["path"], deadline, text)
+        load_s = time.perf_counter() - t
+        self.events.log(f"{role}: Engine(model_path) ready in {load_s:.2f} s (untimed)")
+        if role == "candidate":
+            self.metrics["loadSeconds"] = load_s
+        return proc
+
+    def _sample(self, proc: EngineProcess, w: dict, sample_no: int, index: int, warmup: bool, note: str = "") -> Record:
+        limits = self.spec["limits"]
+        ids = make_prompts(w["seed"], sample_no, w["batchSize"], w["promptLength"], self.reference.prompt_vocab)
+        deadline, text = self._deadline(limits["sampleSeconds"], "limits.sampleSeconds")
+        sample = proc.generate(ids, w["maxNewTokens"], self.reference.vocab_size, deadline, text)
+        rec = Record(w, sample_no, index, warmup, ids, sample, proc.peak_memory)
+        fig = rec.figures()
+        if proc.role == "candidate":
+            self.events.emit({
+                "type": "sample", "workload": w["name"], "index": index, "warmup": warmup,
+                **fig, "tokens": w["batchSize"] * w["maxNewTokens"], "batchSize": w["batchSize"],
+                "promptLength": w["promptLength"], "peakMemoryBytes": proc.peak_memory,
+            })
+        tpot = "—" if fig["tpotMs"] is None else f"{fig['tpotMs']:.3f}"
+        self.events.log(
+            f"{proc.role} {w['name']} {'warm-up' if warmup else 'sample'} {index}{note}: total {fig['totalMs']:.2f} ms, "
+            f"TTFT {fig['ttftMs']:.2f} ms, TPOT {tpot} ms"
+        )
+        return rec
+
+    def measure(self, engine_dir: str, role: str, timed: int) -> dict:
+        """One engine alone (public runs): warm-ups then `timed` samples per workload."""
+        spec = self.spec
         records: dict = {w["name"]: [] for w in spec["workloads"]}
+        proc = self._open(engine_dir, role)
         try:
-            proc.start()
-            t = time.perf_counter()
-            deadline, text = self._deadline(limits["loadSeconds"], "limits.loadSeconds")
-            proc.load(spec["model"]["path"], deadline, text)
-            load_s = time.perf_counter() - t
-            events.log(f"{role}: Engine(model_path) ready in {load_s:.2f} s (untimed)")
-            if role == "candidate":
-                self.metrics["loadSeconds"] = load_s
             for w in spec["workloads"]:
                 plan = [(True, i) for i in range(spec["warmupSamples"])] + [(False, i) for i in range(timed)]
                 for sample_no, (warmup, index) in enumerate(plan):
-                    ids = make_prompts(w["seed"], sample_no, w["batchSize"], w["promptLength"], self.reference.prompt_vocab)
-                    deadline, text = self._deadline(limits["sampleSeconds"], "limits.sampleSeconds")
-                    sample = proc.generate(ids, w["maxNewTokens"], vocab, deadline, text)
-                    rec = Record(w, sample_no, index, warmup, ids, sample, proc.peak_memory)
-                    records[w["name"]].append(rec)
-                    fig = rec.figures()
-                    if role == "candidate":
-                        events.emit({
-                            "type": "sample", "workload": w["name"], "index": index, "warmup": warmup,
-                            **fig, "tokens": w["batchSize"] * w["maxNewTokens"], "batchSize": w["batchSize"],
-                            "promptLength": w["promptLength"], "peakMemoryBytes": proc.peak_memory,
-                        })
-                    else:
-                        events.log(
-                            f"baseline {w['name']} {'warm-up' if warmup else 'sample'} {index}: total {fig['totalMs']:.2f} ms, "
-                            f"TTFT {fig['ttftMs']:.2f} ms, TPOT {fig['tpotMs'] if fig['tpotMs'] is None else round(fig['tpotMs'], 3)} ms"
-                        )
+                    records[w["name"]].append(self._sample(proc, w, sample_no, index, warmup))
         finally:
             proc.close()
         self.peak = proc.peak_memory
         return records
+
+    def measure_paired(self) -> tuple[dict, dict, dict]:
+        """Official runs: baseline and candidate in two children, timed samples in pairs.
+
+        Returns (baseline records, candidate records, ratios per workload). A failure of the
+        baseline's child is the evaluator's (HarnessFailure); one of the candidate's is an
+        EngineFailure against it."""
+        spec, events = self.spec, self.events
+        workloads = spec["workloads"]
+        min_pairs = spec["samplesPerWorkload"]
+        max_pairs = max(min_pairs, spec.get("maxPairs") or min_pairs)
+        target = spec.get("targetHalfWidthPct")
+        warm = spec["warmupSamples"]
+        base_recs: dict = {w["name"]: [] for w in workloads}
+        cand_recs: dict = {w["name"]: [] for w in workloads}
+        ratios: dict = {w["name"]: [] for w in workloads}
+
+        def baseline_step(fn):
+            try:
+                return fn()
+            except EngineFailure as exc:
+                raise HarnessFailure("harness_error", f"The baseline engine failed ({exc.code}): {exc.message}", exc.detail)
+
+        base = baseline_step(lambda: self._open(os.path.abspath(spec["baselineEngine"]), "baseline"))
+        cand = self._open(self.submission_dir, "candidate")
+        procs = {"baseline": base, "candidate": cand}
+        try:
+            events.log(
+                f"paired measurement: {min_pairs} to {max_pairs} pairs per workload"
+                + (f", until the score's 95 % interval is within ±{target:g} %" if target and max_pairs > min_pairs else "")
+                + "; each pair is one baseline and one candidate sample on the same prompts, in the order AB, BA, AB, …"
+            )
+            for w in workloads:
+                for i in range(warm):
+                    for role in pairing.order(i):
+                        rec = self._sample(procs[role], w, i, i, True) if role == "candidate" else baseline_step(lambda: self._sample(base, w, i, i, True))
+                        (cand_recs if role == "candidate" else base_recs)[w["name"]].append(rec)
+            pairs = 0
+            hw = None
+            round_s = 0.0
+            while pairing.more_pairs(pairs, min_pairs, max_pairs, hw, target):
+                if pairs >= min_pairs and time.perf_counter_ns() + int(2 * round_s * 1e9) > self.run_deadline:
+                    events.log(f"stopping at {pairs} pairs: another round would come too close to the whole-run deadline", "warn")
+                    break
+                t0 = time.perf_counter()
+                p = pairs
+                for w in workloads:
+                    got = {}
+                    ab = "".join("B" if r == "baseline" else "C" for r in pairing.order(p))
+                    for role in pairing.order(p):
+                        note = f" (pair {p}, {ab})"
+                        if role == "candidate":
+                            got[role] = self._sample(cand, w, warm + p, p, False, note)
+                        else:
+                            got[role] = baseline_step(lambda: self._sample(base, w, warm + p, p, False, note))
+                    base_recs[w["name"]].append(got["baseline"])
+                    cand_recs[w["name"]].append(got["candidate"])
+                    r = got["baseline"].figures()["totalMs"] / got["candidate"].figures()["totalMs"]
+                    ratios[w["name"]].append(r)
+                    events.log(f"pair {p} {w['name']}: baseline/candidate = {r:.4f}")
+                pairs += 1
+                round_s = time.perf_counter() - t0
+                if pairs >= min_pairs:
+                    per = [ratios[w["name"]] for w in workloads]
+                    point = pairing.score(per)
+                    low, high = pairing.bootstrap_interval(per, self.bootstrap_seed())
+                    hw = pairing.half_width_pct(low, high, point)
+                    events.log(f"after {pairs} pairs: score {point:.2f}, 95 % interval {low:.2f}–{high:.2f} (±{hw:.2f} %)")
+        finally:
+            base.close()
+            cand.close()
+        self.peak = cand.peak_memory
+        return base_recs, cand_recs, ratios
+
+    def bootstrap_seed(self) -> str:
+        return f"{self.spec['benchmark']}:{','.join(w['name'] for w in self.spec['workloads'])}"
+
+    def check(self, name: str, passed: bool, detail: str) -> None:
+        """A check event, and its verdict in the run log."""
+        self.events.check(name, passed, detail)
+        self.events.log(f"check {name}: {'passed' if passed else 'FAILED'}: {detail}", "info" if passed else "warn")
+
+    @staticmethod
+    def baseline_figures(records: dict) -> dict:
+        figures = {}
+        for name, recs in records.items():
+            timed = [r.figures() for r in recs if not r.warmup]
+            figures[name] = {k: median([f[k] for f in timed]) or 0.0 for k in ("totalMs", "ttftMs", "tpotMs")}
+        return figures
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -198,41 +315,49 @@ class DecodeRun:
         official = spec["mode"] == "official"
         violation = check_submission_files(self.submission_dir)
         if violation:
-            events.check("files", False, violation)
+            self.check("files", False, violation)
             events.result("failed", violation, "rule_violation")
             return
-        events.check("files", True, "engine.py present; only allowed file types")
+        self.check("files", True, "engine.py present; only allowed file types")
         self.reference = open_reference(spec["model"])
-        hardware = hardware_name()
-        events.log(f"decode run: {spec['benchmark']} ({spec['mode']}), {len(spec['workloads'])} workload(s), hardware {hardware}")
+        machine = hardware_name()
+        hardware = hardware_key(machine)
+        events.log(f"decode run: {spec['benchmark']} ({spec['mode']}), {len(spec['workloads'])} workload(s), hardware {machine} (baseline key {hardware!r})")
 
-        # 1. baseline figures (cached by the hub, or measured now on this machine)
-        names = [w["name"] for w in spec["workloads"]]
-        baseline = spec.get("baseline")
-        baseline_records = None
-        if baseline is None or any(n not in baseline["workloads"] for n in names):
-            events.log(f"measuring the baseline engine on this machine ({spec['samplesPerWorkload']} timed samples per workload)")
+        ratios = None
+        if official:
+            # 1. paired: baseline and candidate side by side on this machine
             try:
-                baseline_records = self.measure(os.path.abspath(spec["baselineEngine"]), "baseline", spec["samplesPerWorkload"])
+                baseline_records, records, ratios = self.measure_paired()
             except EngineFailure as exc:
-                raise HarnessFailure("harness_error", f"The baseline engine failed ({exc.code}): {exc.message}", exc.detail)
-            figures = {}
-            for name, recs in baseline_records.items():
-                timed = [r.figures() for r in recs if not r.warmup]
-                figures[name] = {k: median([f[k] for f in timed]) or 0.0 for k in ("totalMs", "ttftMs", "tpotMs")}
-            baseline = {"hardware": hardware, "workloads": figures}
-            events.emit({"type": "baseline", **baseline})
-        elif baseline.get("hardware") and baseline["hardware"] != hardware:
-            events.log(f"cached baseline was measured on {baseline['hardware']}, this machine is {hardware}", "warn")
-
-        # 2. candidate
-        timed = spec["samplesPerWorkload"] if official else 1
-        try:
-            records = self.measure(self.submission_dir, "candidate", timed)
-        except EngineFailure as exc:
-            self.fail_early(exc)
-            return
-        self.summarise(records, baseline)
+                self.fail_early(exc)
+                return
+            n = len(next(iter(ratios.values())))
+            baseline = {"hardware": hardware, "workloads": self.baseline_figures(baseline_records)}
+            events.emit({"type": "baseline", **baseline, "paired": True, "samples": n})
+        else:
+            # 1. baseline figures (cached by the hub, or measured now on this machine)
+            names = [w["name"] for w in spec["workloads"]]
+            baseline = spec.get("baseline")
+            baseline_records = None
+            if baseline is None or any(n not in baseline["workloads"] for n in names):
+                events.log(f"no cached baseline: measuring the baseline engine on this machine first ({spec['samplesPerWorkload']} timed samples per workload)")
+                try:
+                    baseline_records = self.measure(os.path.abspath(spec["baselineEngine"]), "baseline", spec["samplesPerWorkload"])
+                except EngineFailure as exc:
+                    raise HarnessFailure("harness_error", f"The baseline engine failed ({exc.code}): {exc.message}", exc.detail)
+                baseline = {"hardware": hardware, "workloads": self.baseline_figures(baseline_records)}
+                # Reported for the log and the record; the hub caches only official (paired) medians.
+                events.emit({"type": "baseline", **baseline, "paired": False, "samples": spec["samplesPerWorkload"]})
+            elif baseline.get("hardware") and baseline["hardware"] != hardware:
+                events.log(f"cached baseline was measured on {baseline['hardware']}, this machine is {hardware}", "warn")
+            # 2. candidate
+            try:
+                records = self.measure(self.submission_dir, "candidate", 1)
+            except EngineFailure as exc:
+                self.fail_early(exc)
+                return
+        self.summarise(records, baseline, ratios)
         cand_peak = self.peak
 
         # 3. output check
@@ -240,18 +365,18 @@ class DecodeRun:
         bad = self.verify(records, baseline_records)
         if bad:
             failures["incorrect_output"] = bad
-            events.check("output", False, bad[0])
+            self.check("output", False, bad[0])
         else:
             n = sum(len(r) for r in records.values())
-            events.check("output", True, f"every token of {n} sample(s) is the reference model's greedy choice (logit tolerance {spec['checks']['logitTolerance']:g})")
+            self.check("output", True, f"every token of {n} sample(s) is the reference model's greedy choice (logit tolerance {spec['checks']['logitTolerance']:g})")
 
-        # 4. memory
+        # 4. memory (the candidate's child only)
         limit = spec["limits"]["memoryBytes"]
         if self.measurer_name is None or limit is None:
             why = "no memory limit in this benchmark" if limit is None else "no way to measure the engine's memory on this machine"
-            events.check("memory", True, f"not applicable: {why}" + (f"; peak {cand_peak} bytes" if cand_peak else ""))
+            self.check("memory", True, f"not applicable: {why}" + (f"; peak {cand_peak} bytes" if cand_peak else ""))
         else:
-            events.check("memory", True, f"peak {cand_peak} bytes ({self.measurer_name}) ≤ limit {int(limit)} bytes")
+            self.check("memory", True, f"peak {cand_peak} bytes ({self.measurer_name}) ≤ limit {int(limit)} bytes")
         if cand_peak is not None:
             self.metrics["peakMemoryBytes"] = cand_peak
 
@@ -270,33 +395,50 @@ class DecodeRun:
                         over.append(f"{name} sample {r.index}: TPOT {f['tpotMs']:.3f} ms > {checks['maxTpotMs']:g} ms")
             if over:
                 failures["latency_limit"] = ("; ".join(over[:5]), None)
-            events.check("latency", not over, "; ".join(over[:5]) if over else "every timed sample within " + _limits_text(checks))
-            unstable = [f"{s['workload']}: TPOT spread {s['spreadPct']:.2f}% > {checks['maxSpreadPct']:g}%"
-                        for s in self.summaries if s["spreadPct"] is not None and s["spreadPct"] > checks["maxSpreadPct"]]
+            self.check("latency", not over, "; ".join(over[:5]) if over else "every timed sample within " + _limits_text(checks))
+            limit_pct = checks["maxRatioSpreadPct"]
+            unstable = [f"{s['workload']}: spread of the paired ratios {s['ratioSpreadPct']:.2f}% > {limit_pct:g}%"
+                        for s in self.summaries if s["ratioSpreadPct"] is not None and s["ratioSpreadPct"] > limit_pct]
             if unstable:
                 failures["unstable_timing"] = ("; ".join(unstable), None)
-            spreads = ", ".join(f"{s['workload']} {s['spreadPct']:.2f}%" for s in self.summaries if s["spreadPct"] is not None)
-            events.check("timing_stability", not unstable, "; ".join(unstable) if unstable else f"TPOT spread (max-min)/median ≤ {checks['maxSpreadPct']:g}%: {spreads}")
+            spreads = ", ".join(f"{s['workload']} {s['ratioSpreadPct']:.2f}%" for s in self.summaries if s["ratioSpreadPct"] is not None)
+            self.check("timing_stability", not unstable, "; ".join(unstable) if unstable else
+                       f"interquartile range ÷ median of the paired baseline/candidate ratios ≤ {limit_pct:g}%: {spreads}")
 
         # 6. verdict
         speedups = [s["speedup"] for s in self.summaries]
         score = 100.0 * math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if all(speedups) else None
+        interval = pairs = None
         if score is not None:
             self.metrics["measuredScore"] = score
+            if ratios is not None:
+                per = list(ratios.values())
+                pairs = len(per[0])
+                low, high = pairing.bootstrap_interval(per, self.bootstrap_seed())
+                interval = {"low": round(low, 4), "high": round(high, 4), "halfWidth": round((high - low) / 2, 4), "level": pairing.LEVEL}
         for code in FAILURE_ORDER:
             if code in failures:
                 message, detail = failures[code]
-                events.result("failed", message, code, None, self.summaries, self.metrics, detail)
+                events.log(f"verdict: failed ({code})" + (f"; measured score {score:.2f}" if score is not None else ""), "warn")
+                events.result("failed", message, code, None, self.summaries, self.metrics, detail, pairs=pairs, indicative=False if official else True)
                 return
-        label = "Official score" if official else "Public score (feedback only, not ranked)"
-        events.result("succeeded", f"{label}: {score:.2f} (100 = baseline on {baseline.get('hardware') or 'this hardware'})", None, round(score, 4), self.summaries, self.metrics)
+        if official:
+            text = (f"Official score: {score:.2f} ± {interval['halfWidth']:.2f} (95 % interval {interval['low']:.2f}–{interval['high']:.2f}, "
+                    f"{pairs} pairs per workload; 100 = the baseline measured alongside on {hardware})")
+        else:
+            text = (f"Public score (indicative: one sample against the cached baseline; feedback only, not ranked): {score:.2f} "
+                    f"(100 = baseline on {baseline.get('hardware') or 'this hardware'})")
+        events.log(f"verdict: succeeded. {text}")
+        events.result("succeeded", text, None, round(score, 4), self.summaries, self.metrics,
+                      interval=interval, pairs=pairs, indicative=not official)
 
     def fail_early(self, exc: EngineFailure) -> None:
         if exc.code == "memory_limit":
-            self.events.check("memory", False, exc.message)
+            self.check("memory", False, exc.message)
+        self.events.log(f"verdict: failed ({exc.code})", "warn")
         self.events.result("failed", exc.message, exc.code, None, self.summaries, self.metrics, exc.detail)
 
-    def summarise(self, records: dict, baseline: dict) -> None:
+    def summarise(self, records: dict, baseline: dict, ratios: Optional[dict] = None) -> None:
         parent_ns = child_ns = steps = 0
         child_known = True
         for w in self.spec["workloads"]:
@@ -306,11 +448,16 @@ class DecodeRun:
             med_tpot = median(tpots)
             spread = (max(tpots) - min(tpots)) / med_tpot * 100.0 if len(tpots) >= 2 and med_tpot else None
             total = median([f["totalMs"] for f in figs])
-            base = baseline["workloads"][w["name"]]["totalMs"]
+            if ratios is not None:
+                rs = ratios[w["name"]]
+                speedup, ratio_spread = statistics.median(rs), pairing.spread_pct(rs)
+            else:
+                base = baseline["workloads"][w["name"]]["totalMs"]
+                speedup, ratio_spread = (base / total if total else None), None
             self.summaries.append({
                 "workload": w["name"], "samples": len(recs), "tps": median([f["tps"] for f in figs]),
                 "ttftMs": median([f["ttftMs"] for f in figs]), "tpotMs": med_tpot, "totalMs": total,
-                "spreadPct": spread, "speedup": base / total if total else None,
+                "spreadPct": spread, "speedup": speedup, "ratioSpreadPct": ratio_spread,
             })
             for r in recs:
                 parent_ns += r.sample.parent_ns
@@ -389,5 +536,7 @@ def run(spec: dict, submission_dir: str, events, **kwargs) -> None:
         events.log(exc.message, "error")
         events.result("failed", exc.message, exc.code, None, decode.summaries, decode.metrics, exc.detail)
     finally:
+        for proc in decode.procs:
+            proc.close()
         if decode.reference is not None:
             decode.reference.close()

@@ -25,7 +25,7 @@ def spec(mode, baseline=None, workloads=WORKLOADS):
         "model": {"family": "qwen3", "path": MODEL}, "baselineEngine": BASE, "workloads": workloads,
         "samplesPerWorkload": 5, "warmupSamples": 2,
         "limits": {"loadSeconds": 300, "sampleSeconds": 60, "runSeconds": 1200, "memoryBytes": 60e9},
-        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxSpreadPct": 5, "logitTolerance": 0.25},
+        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxRatioSpreadPct": 5, "logitTolerance": 0.25},
         "baseline": baseline,
     }
 

@@ -19,7 +19,7 @@ for name, measure in (("A-nvml", "auto"), ("B-no-memory-polling", "none")):
         "workloads": [{"name": "b1-p128", "batchSize": 1, "promptLength": 128, "maxNewTokens": 64, "seed": 1}],
         "samplesPerWorkload": 5, "warmupSamples": 1,
         "limits": {"loadSeconds": 300, "sampleSeconds": 60, "runSeconds": 600, "memoryBytes": 60e9, "memoryMeasure": measure},
-        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxSpreadPct": 1, "logitTolerance": 0.25},
+        "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxRatioSpreadPct": 1, "logitTolerance": 0.25},
         "baseline": None,
     }
     path = f"/tmp/{name}.spec.json"

@@ -1,0 +1,94 @@
+"""Paired measurement: order, statistics, the bootstrap interval and the adaptive stopping rule.
+
+Pure functions (no processes, no clocks), so the unit tests can pin them down exactly.
+
+- A *pair* is one timed baseline sample and one timed candidate sample of the same workload on the
+  same prompts. Pairs alternate their order, baseline first in even pairs and candidate first in
+  odd ones, so every two consecutive pairs form ABBA: a linear drift of the machine's speed, or a
+  neighbour's load that rises and falls, hits both engines alike.
+- Per pair, ratio = baseline totalMs / candidate totalMs. Per workload, speed-up = the median of
+  its pairs' ratios. Score = 100 × the geometric mean of the workloads' speed-ups.
+- Interval: a percentile bootstrap over the pairs. Each resample draws, per workload, as many pairs
+  as it has, with replacement, and recomputes the score; the interval is the 2.5th and 97.5th
+  percentiles of `BOOTSTRAP_RESAMPLES` resampled scores. The generator is seeded from a fixed
+  string plus the run's benchmark and workload names, so the same ratios always give the same
+  interval.
+- Stability: per workload, the interquartile range of the ratios over their median, in percent.
+  Drift and load largely cancel in a ratio, so what is left is the engine's own unsteadiness.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from typing import Optional, Sequence
+
+BOOTSTRAP_RESAMPLES = 2000
+LEVEL = 0.95
+
+
+def order(pair_index: int) -> tuple[str, str]:
+    """The order of the two samples of pair `pair_index` (0-based): AB, BA, AB, BA, …"""
+    return ("baseline", "candidate") if pair_index % 2 == 0 else ("candidate", "baseline")
+
+
+def ratios(baseline_ms: Sequence[float], candidate_ms: Sequence[float]) -> list[float]:
+    if len(baseline_ms) != len(candidate_ms):
+        raise ValueError("a pair needs one baseline and one candidate sample")
+    return [b / c for b, c in zip(baseline_ms, candidate_ms)]
+
+
+def geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def score(per_workload: Sequence[Sequence[float]]) -> float:
+    """100 × geometric mean over workloads of the median ratio."""
+    return 100.0 * geomean([statistics.median(r) for r in per_workload])
+
+
+def _percentile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = q * (len(sorted_xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def bootstrap_interval(per_workload: Sequence[Sequence[float]], seed: str,
+                       resamples: int = BOOTSTRAP_RESAMPLES, level: float = LEVEL) -> tuple[float, float]:
+    """(low, high) of the score, a percentile bootstrap over each workload's pairs."""
+    rng = random.Random(f"dryft-bootstrap:{seed}")
+    scores = []
+    for _ in range(resamples):
+        medians = []
+        for r in per_workload:
+            n = len(r)
+            medians.append(statistics.median([r[rng.randrange(n)] for _ in range(n)]))
+        scores.append(100.0 * geomean(medians))
+    scores.sort()
+    tail = (1.0 - level) / 2.0
+    return _percentile(scores, tail), _percentile(scores, 1.0 - tail)
+
+
+def half_width_pct(low: float, high: float, point: float) -> float:
+    """Half the interval's width, in percent of the score."""
+    return (high - low) / 2.0 / point * 100.0
+
+
+def spread_pct(rs: Sequence[float]) -> Optional[float]:
+    """Interquartile range of the ratios over their median, in percent (None below 2 pairs)."""
+    if len(rs) < 2:
+        return None
+    q1, _, q3 = statistics.quantiles(rs, n=4, method="inclusive")
+    return (q3 - q1) / statistics.median(rs) * 100.0
+
+
+def more_pairs(pairs: int, min_pairs: int, max_pairs: int, hw_pct: Optional[float], target_pct: Optional[float]) -> bool:
+    """Whether to add another round of pairs: below the minimum always; at the cap never; else
+    while the interval's half-width is above the target (no target: stop at the minimum)."""
+    if pairs < min_pairs:
+        return True
+    if pairs >= max_pairs or target_pct is None or hw_pct is None:
+        return False
+    return hw_pct > target_pct
