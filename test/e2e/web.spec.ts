@@ -107,10 +107,10 @@ describe.skipIf(!hasChromium())('web client end to end', () => {
     const defs = mkdtempSync(path.join(tmpdir(), 'dryft-e2e-defs-'));
     dirs.push(defs);
     const toy = readFileSync(path.join(ROOT, 'config/benchmarks/toy-decode.yaml'), 'utf8');
-    expect(toy).toMatch(/maxSpreadPct: \d+/);
+    expect(toy).toMatch(/maxRatioSpreadPct: \d+/);
     writeFileSync(
       path.join(defs, 'toy-decode.yaml'),
-      toy.replace(/maxSpreadPct: \d+/, 'maxSpreadPct: 100000'),
+      toy.replace(/maxRatioSpreadPct: \d+/, 'maxRatioSpreadPct: 100000'),
     );
     const env = { ADMIN_LOGINS: ADMIN, BENCHMARKS_DIR: defs };
     if (useAgent) {

@@ -47,11 +47,19 @@ export const DecodeBenchmarkDefinition = Common.extend({
   /** Trusted baseline engine folder (score 100). */
   baselineEngine: z.string(),
   workloads: z.object({ public: z.array(DecodeWorkload).min(1), hidden: z.array(DecodeWorkload).min(1) }),
-  samples: z.object({
-    public: z.number().int().positive(),
-    official: z.number().int().positive(),
-    warmup: z.number().int().nonnegative(),
-  }),
+  samples: z
+    .object({
+      /** Timed candidate samples per workload in a public run: one, as the page promises. */
+      public: z.literal(1),
+      /** Official runs: the least number of baseline/candidate pairs per workload. */
+      official: z.number().int().positive(),
+      warmup: z.number().int().nonnegative(),
+      /** Official runs: the most pairs per workload (adaptive; = official for a fixed count). */
+      maxPairs: z.number().int().positive(),
+      /** Official runs: add pairs until the score's 95 % interval is within ± this percent. */
+      targetHalfWidthPct: z.number().positive(),
+    })
+    .refine((s) => s.maxPairs >= s.official, { message: 'maxPairs must be at least official' }),
   limits: DecodeLimits,
   checks: DecodeChecks,
   dailyLimits: DailyLimits.default({}),
@@ -135,7 +143,15 @@ export const PublicBenchmark = z.object({
   scoring: z.object({ unit: z.string(), description: z.string() }),
   announcement: z.string().nullable(),
   publicWorkloads: z.array(DecodeWorkload).optional(),
-  samples: z.object({ public: z.number(), official: z.number(), warmup: z.number() }).optional(),
+  samples: z
+    .object({
+      public: z.number(),
+      official: z.number(),
+      warmup: z.number(),
+      maxPairs: z.number().optional(),
+      targetHalfWidthPct: z.number().optional(),
+    })
+    .optional(),
   checks: DecodeChecks.optional(),
   limits: DecodeLimits.optional(),
   tiers: z

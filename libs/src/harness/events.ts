@@ -61,10 +61,18 @@ export const HarnessCheckEvent = z.object({
   detail: z.string(),
 });
 
-/** Baseline figures measured on this GPU model, for the hub to cache per GPU model and rules version. */
+/**
+ * Baseline figures (medians) measured on this machine. `hardware` is the cache key: the GPU model
+ * name, or "cpu". The hub caches them per benchmark, key and rules version only from official runs,
+ * whose baseline is measured paired with the candidate (`paired: true`); a public run's own
+ * baseline measurement (`paired: false`) is never cached.
+ */
 export const HarnessBaselineEvent = z.object({
   type: z.literal('baseline'),
   hardware: z.string(),
+  paired: z.boolean().optional(),
+  /** Timed samples per workload behind each median. */
+  samples: z.number().int().positive().optional(),
   workloads: z.record(
     z.string(),
     z.object({ totalMs: z.number().positive(), ttftMs: z.number().nonnegative(), tpotMs: z.number().nonnegative() }),
@@ -80,10 +88,24 @@ export const WorkloadSummary = z.object({
   totalMs: z.number().nonnegative().nullable(),
   /** (max - min) / median of the per-sample TPOT, in percent. */
   spreadPct: z.number().nonnegative().nullable(),
-  /** Baseline time ÷ candidate time for this workload (1.0 = baseline speed). */
+  /** Baseline time ÷ candidate time for this workload (1.0 = baseline speed); official: the median over pairs. */
   speedup: z.number().nonnegative().nullable(),
+  /** Official (paired) runs: interquartile range ÷ median of the paired ratios, percent. */
+  ratioSpreadPct: z.number().nonnegative().nullable().optional(),
 });
 export type WorkloadSummary = z.infer<typeof WorkloadSummary>;
+
+/**
+ * The 95 % interval of a decode score: a seeded percentile bootstrap over the pairs of an official
+ * run (harness/harness/decode/pairing.py). halfWidth = (high - low) / 2, in score points.
+ */
+export const ScoreInterval = z.object({
+  low: z.number(),
+  high: z.number(),
+  halfWidth: z.number().nonnegative(),
+  level: z.number().positive().max(1),
+});
+export type ScoreInterval = z.infer<typeof ScoreInterval>;
 
 /** The verdict. Exactly one per run, always the last event. */
 export const HarnessResultEvent = z.object({
@@ -97,6 +119,12 @@ export const HarnessResultEvent = z.object({
   metrics: z.record(z.string(), z.number()),
   /** For candidate_error / incorrect_output: the traceback or first bad position, shown to the team. */
   detail: z.string().optional(),
+  /** Decode, official and succeeded: the score's 95 % interval. */
+  interval: ScoreInterval.optional(),
+  /** Decode, official: pairs measured per workload. */
+  pairs: z.number().int().positive().optional(),
+  /** Decode, public: one unpaired sample against the cached baseline, feedback only. */
+  indicative: z.boolean().optional(),
 });
 
 export const HarnessEvent = z.discriminatedUnion('type', [

@@ -36,11 +36,25 @@ export const DecodeChecks = z.object({
   /** Official runs only: TTFT and TPOT ceilings per sample (ms); null = none. */
   maxTtftMs: z.number().positive().nullable(),
   maxTpotMs: z.number().positive().nullable(),
-  /** Official runs only: max (max-min)/median TPOT spread per workload, percent. */
-  maxSpreadPct: z.number().positive(),
+  /**
+   * Official runs only: per workload, the interquartile range of the paired baseline/candidate
+   * time ratios over their median, percent, at most this (else `unstable_timing`). Drift and a
+   * neighbour's load hit both engines of a pair alike, so this measures the engine's own steadiness.
+   */
+  maxRatioSpreadPct: z.number().positive(),
   /** A candidate token is accepted where its logit is within this of the row's max logit. */
   logitTolerance: z.number().nonnegative(),
 });
+
+/**
+ * The one key cached baselines are stored and compared under: the GPU model name (the harness and
+ * the agent both read it from the driver), or "cpu" for every CPU machine (the harness names CPUs by
+ * model, "cpu: AMD EPYC …", and CPU benchmarks are not ranked per CPU model). The harness applies the
+ * same rule (`hardware_key` in harness/harness/decode/runner.py).
+ */
+export function baselineKey(hardware: string): string {
+  return hardware === 'cpu' || hardware.startsWith('cpu:') ? 'cpu' : hardware;
+}
 
 export const BaselineFigures = z.object({
   hardware: z.string(),
@@ -61,7 +75,16 @@ export const DecodeSpec = z.object({
   /** Directory with the baseline engine.py (trusted; shipped in starters/). */
   baselineEngine: z.string(),
   workloads: z.array(DecodeWorkload).min(1),
+  /**
+   * Official runs: the least number of pairs (one baseline + one candidate sample) per workload.
+   * Also the baseline's sample count when a public run finds no cached baseline. A public run's
+   * candidate takes one timed sample per workload.
+   */
   samplesPerWorkload: z.number().int().positive(),
+  /** Official runs: add pairs, a round at a time, up to this many while the interval is too wide. */
+  maxPairs: z.number().int().positive().nullable().optional(),
+  /** Official runs: stop adding pairs once the score's 95 % interval is within ± this percent. */
+  targetHalfWidthPct: z.number().positive().nullable().optional(),
   warmupSamples: z.number().int().nonnegative(),
   limits: DecodeLimits,
   checks: DecodeChecks,

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { FailureCode, HarnessCheckEvent, HarnessMetricEvent, WorkloadSummary } from '../harness/events';
+import {
+  FailureCode,
+  HarnessCheckEvent,
+  HarnessMetricEvent,
+  ScoreInterval,
+  WorkloadSummary,
+} from '../harness/events';
 
 /** REST bodies for submissions, runs, logs, results, ranks and leaderboards. */
 export const RunMode = z.enum(['public', 'official']);
@@ -136,6 +142,12 @@ export type MetricView = z.infer<typeof MetricView>;
 export const RunResultView = z.object({
   run: RunView,
   score: z.number().nullable(),
+  /** Official decode scores: the 95 % interval (bootstrap over the pairs); null otherwise. */
+  interval: ScoreInterval.nullable(),
+  /** Official decode runs: baseline/candidate pairs measured per workload; null otherwise. */
+  pairs: z.number().int().nullable(),
+  /** True for a public decode score: one unpaired sample against the cached baseline, feedback only. */
+  indicative: z.boolean(),
   workloads: z.array(WorkloadSummary),
   samples: z.array(SampleView),
   checks: z.array(CheckView),
@@ -154,6 +166,15 @@ export const LeaderboardEntry = z.object({
   teamSlug: z.string().nullable(),
   userLogin: z.string().nullable(),
   score: z.number(),
+  /** The score's 95 % interval where the run measured one (decode official runs); else null. */
+  interval: ScoreInterval.nullable(),
+  pairs: z.number().int().nullable(),
+  /**
+   * Whether this entry's interval overlaps the one above / below it: those places are not
+   * statistically apart. False where either has no interval.
+   */
+  overlapsPrevious: z.boolean(),
+  overlapsNext: z.boolean(),
   runId: z.string(),
   achievedAt: z.string(),
 });
@@ -174,6 +195,8 @@ export const RankView = z.object({
   mode: RunMode,
   status: RunStatus,
   score: z.number().nullable(),
+  interval: ScoreInterval.nullable(),
+  pairs: z.number().int().nullable(),
   /** Where this run's score would place now (null when it cannot rank). */
   rank: z.number().int().nullable(),
   /** Whether this run is the holder's current best on the board. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { RunAssign, RunAssignAck } from '@dryft/libs';
+import { RunAssign, RunAssignAck, baselineKey } from '@dryft/libs';
 import type { AgentCapabilities, BenchmarkDefinition, HarnessSpec } from '@dryft/libs';
 import { hashToken } from '@dryft/libs/node';
 import { randomBytes } from 'node:crypto';
@@ -212,7 +212,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   private async specFor(run: RunEntity, caps: AgentCapabilities): Promise<HarnessSpec> {
     const spec = run.spec;
     if (spec.kind !== 'decode') return spec;
-    const hardware = caps.gpuModel ?? 'cpu';
+    const hardware = baselineKey(caps.gpuModel ?? 'cpu');
     const baseline = await this.repo.findBaseline(run.benchmarkId, hardware, run.rulesVersion);
     return { ...spec, baseline: baseline ?? spec.baseline ?? null };
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import type { ScoreInterval } from '@dryft/libs';
 
 export interface BestRow {
   holder: string;
@@ -7,6 +8,8 @@ export interface BestRow {
   team_id: string;
   created_by: string;
   score: number;
+  score_interval: ScoreInterval | null;
+  pairs: number | null;
   finished_at: Date;
 }
 
@@ -39,7 +42,7 @@ export class LeaderboardsRepository {
   ): Promise<BestRow[]> {
     return this.dataSource.query(
       `SELECT * FROM (
-         SELECT DISTINCT ON (${holderColumn}) ${holderColumn}::text AS holder, id AS run_id, team_id, created_by, score, finished_at
+         SELECT DISTINCT ON (${holderColumn}) ${holderColumn}::text AS holder, id AS run_id, team_id, created_by, score, score_interval, pairs, finished_at
            FROM runs WHERE ${ELIGIBLE}
           ORDER BY ${holderColumn}, score DESC, finished_at ASC, id ASC
        ) b ORDER BY score DESC, finished_at ASC, run_id ASC`,

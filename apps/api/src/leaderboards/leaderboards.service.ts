@@ -8,6 +8,17 @@ import { TeamsService } from '../teams/teams.service';
 import { UsersService } from '../users/users.service';
 import { BestRow, LeaderboardsRepository } from './leaderboards.repository';
 
+/**
+ * Whether two neighbouring entries' 95 % intervals overlap: their places are not statistically
+ * apart. Entries without an interval (no paired measurement) never count as overlapping.
+ */
+export function overlaps(a: Pick<BestRow, 'score_interval'>, b?: Pick<BestRow, 'score_interval'>): boolean {
+  const x = a.score_interval;
+  const y = b?.score_interval;
+  if (!x || !y) return false;
+  return x.low <= y.high && y.low <= x.high;
+}
+
 function rankedTiers(b: EffectiveBenchmark): string[] {
   return b.kind === 'training' ? b.tiers.filter((t) => t.ranked).map((t) => t.id) : [];
 }
@@ -57,6 +68,10 @@ export class LeaderboardsService {
         teamSlug: b.ranks === 'teams' ? (team?.slug ?? null) : null,
         userLogin: b.ranks === 'users' ? (user?.login ?? null) : null,
         score: Number(r.score),
+        interval: r.score_interval ?? null,
+        pairs: r.pairs ?? null,
+        overlapsPrevious: overlaps(r, rows[i - 1]),
+        overlapsNext: overlaps(r, rows[i + 1]),
         runId: r.run_id,
         achievedAt: new Date(r.finished_at).toISOString(),
       });
@@ -80,6 +95,8 @@ export class LeaderboardsService {
       mode: run.mode,
       status: run.status,
       score: run.score,
+      interval: run.score === null ? null : run.scoreInterval,
+      pairs: run.pairs,
       entries: rows.length,
     };
     const reason = this.ineligibility(run, b);

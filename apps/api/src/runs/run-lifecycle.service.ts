@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import type { RunFinishedAck } from '@dryft/libs';
 import type { z } from 'zod';
-import { TERMINAL_STATUSES } from '@dryft/libs';
+import { TERMINAL_STATUSES, baselineKey } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { RunEntity } from './run.entity';
@@ -10,15 +10,6 @@ import { ACTIVE_STATUSES, RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 type Emit = () => void;
-
-/**
- * The key baselines are cached under, as dispatch looks them up: the GPU model name (the harness
- * and the agent both read it from the driver), or "cpu" for every CPU machine, since the harness
- * names CPUs by model ("cpu: AMD EPYC") and CPU benchmarks are not ranked per CPU model.
- */
-export function baselineKey(hardware: string): string {
-  return /^cpu\b/i.test(hardware) ? 'cpu' : hardware;
-}
 
 /**
  * What agents report about a run, stored exactly once. Batches are numbered per run: a batch at or
@@ -139,6 +130,12 @@ export class RunLifecycleService {
         return;
       }
       case 'baseline':
+        // Only an official run's baseline, measured paired with its candidate, becomes the cache
+        // public runs are scored against. A public run's own baseline measurement is never cached.
+        if (run.mode !== 'official' || event.paired !== true) {
+          this.logger.log(`run ${runId}: baseline figures not cached (${run.mode}, unpaired)`);
+          return;
+        }
         await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, {
           hardware: baselineKey(event.hardware),
           workloads: event.workloads,
@@ -179,11 +176,13 @@ export class RunLifecycleService {
       run.metrics = r.metrics;
       run.detail = r.detail ?? null;
       run.message = r.message;
+      run.pairs = r.pairs ?? null;
       if (finished.canceled) {
         run.status = 'canceled';
       } else if (r.status === 'succeeded') {
         run.status = 'succeeded';
         run.score = r.score;
+        run.scoreInterval = r.interval ?? null;
         run.failureCode = null;
       } else {
         run.status = 'failed';

@@ -49,7 +49,11 @@ export function chooseRun(
         model: { family: b.model.family, path: b.model.path },
         baselineEngine: b.baselineEngine,
         workloads: official ? b.workloads.hidden : b.workloads.public,
-        samplesPerWorkload: official ? b.samples.official : b.samples.public,
+        // Official runs: the least pairs. Public runs time the candidate once per workload, and
+        // this is the baseline's sample count should no cached baseline exist (never cached then).
+        samplesPerWorkload: b.samples.official,
+        maxPairs: official ? b.samples.maxPairs : null,
+        targetHalfWidthPct: official ? b.samples.targetHalfWidthPct : null,
         warmupSamples: b.samples.warmup,
         limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
         checks: b.checks,

@@ -1,5 +1,12 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import type { FailureCode, HarnessSpec, RunMode, RunStatus, WorkloadSummary } from '@dryft/libs';
+import type {
+  FailureCode,
+  HarnessSpec,
+  RunMode,
+  RunStatus,
+  ScoreInterval,
+  WorkloadSummary,
+} from '@dryft/libs';
 
 /**
  * One evaluation of a submission. States: queued → assigned → running → succeeded | failed | canceled.
@@ -52,6 +59,14 @@ export class RunEntity {
 
   @Column({ type: 'double precision', nullable: true })
   score!: number | null;
+
+  /** Official decode runs: the score's 95 % interval (bootstrap over the pairs). */
+  @Column({ name: 'score_interval', type: 'jsonb', nullable: true })
+  scoreInterval!: ScoreInterval | null;
+
+  /** Official decode runs: baseline/candidate pairs measured per workload. */
+  @Column({ type: 'integer', nullable: true })
+  pairs!: number | null;
 
   @Column({ name: 'rules_version', type: 'integer' })
   rulesVersion!: number;

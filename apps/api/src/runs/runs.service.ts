@@ -360,6 +360,9 @@ export class RunsService implements OnModuleInit {
     return {
       run: view,
       score: run.score,
+      interval: run.score === null ? null : run.scoreInterval,
+      pairs: run.pairs,
+      indicative: run.mode === 'public' && run.spec.kind === 'decode',
       workloads: run.workloads ?? [],
       samples: samples.map(sampleView),
       checks: checks.map(checkView),
