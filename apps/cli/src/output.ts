@@ -154,3 +154,14 @@ export function shortTime(iso: string | null | undefined): string {
 export function formatScore(score: number | null | undefined): string {
   return score === null || score === undefined ? '-' : score.toFixed(2);
 }
+
+/** " ± 3.04 (95 % interval 98.46–104.54, 7 pairs)": an official decode score's interval; '' without one. */
+export function formatScoreInterval(
+  interval: { low: number; high: number; halfWidth: number; level: number } | null | undefined,
+  pairs?: number | null,
+): string {
+  if (!interval) return '';
+  const level = Math.round(interval.level * 100);
+  const range = `${interval.low.toFixed(2)}–${interval.high.toFixed(2)}`;
+  return ` ± ${interval.halfWidth.toFixed(2)} (${level} % interval ${range}${pairs ? `, ${pairs} pairs` : ''})`;
+}

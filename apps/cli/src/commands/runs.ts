@@ -18,7 +18,7 @@ import type { Context } from '../context';
 import { CliError, EXIT } from '../errors';
 import { ApiClient, ApiError } from '../http';
 import { isTerminal, LogFollower, waitForRun } from '../live';
-import { bar, formatDuration, formatScore, shortTime, statusColour } from '../output';
+import { bar, formatDuration, formatScore, formatScoreInterval, shortTime, statusColour } from '../output';
 
 export function notFoundHint(err: unknown, what: 'submission' | 'run', id: string): never {
   if (err instanceof ApiError && err.status === 404) {
@@ -431,7 +431,7 @@ export async function resultCmd(
     );
   if (result.score !== null)
     ctx.out.line(
-      `Score: ${ctx.out.paint('bold', formatScore(result.score))}${result.run.mode === 'official' ? ' (official)' : ' (public: feedback only, never ranked)'}`,
+      `Score: ${ctx.out.paint('bold', formatScore(result.score))}${formatScoreInterval(result.interval, result.pairs)}${result.run.mode === 'official' ? ' (official)' : result.indicative ? ' (public, indicative: one sample against the cached baseline; never ranked)' : ' (public: feedback only, never ranked)'}`,
     );
   if (result.detail) {
     ctx.out.line('Detail:');
@@ -486,7 +486,7 @@ export async function rankCmd(ctx: Context, runId: string): Promise<number> {
     return EXIT.ok;
   }
   ctx.out.line(
-    `Run ${rank.runId} (${rank.mode}, ${rank.status}) on ${rank.benchmarkId}: score ${formatScore(rank.score)}`,
+    `Run ${rank.runId} (${rank.mode}, ${rank.status}) on ${rank.benchmarkId}: score ${formatScore(rank.score)}${formatScoreInterval(rank.interval, rank.pairs)}`,
   );
   if (rank.eligible && rank.rank !== null) {
     ctx.out.line(

@@ -46,6 +46,22 @@ export function formatScore(score: number | null | undefined, unit = 'points'): 
   return unit === 'accuracy' ? `${score.toFixed(2)}%` : score.toFixed(1);
 }
 
+/** "± 2.1": the half-width of a score's 95 % interval, in score points; '' without one. */
+export function formatHalfWidth(interval: { halfWidth: number } | null | undefined): string {
+  return interval ? `± ${interval.halfWidth.toFixed(1)}` : '';
+}
+
+/** "95 % interval 98.5–104.5 · 7 pairs": the secondary text under an official decode score. */
+export function formatInterval(
+  interval: { low: number; high: number; level: number } | null | undefined,
+  pairs?: number | null,
+): string {
+  if (!interval) return '';
+  const level = Math.round(interval.level * 100);
+  const text = `${level} % interval ${interval.low.toFixed(1)}–${interval.high.toFixed(1)}`;
+  return pairs ? `${text} · ${pairs} pairs` : text;
+}
+
 export function formatTimestamp(ts: number): string {
   const d = new Date(ts);
   return d.toISOString().slice(11, 23);

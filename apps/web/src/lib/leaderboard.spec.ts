@@ -1,5 +1,6 @@
 import type { LeaderboardEntry } from '@dryft/libs';
 import { describe, expect, it } from 'vitest';
+import { formatHalfWidth, formatInterval } from './format';
 import { diffBoards, holderKey, movementLabel } from './leaderboard';
 
 const entry = (rank: number, slug: string, score: number, runId = `${slug}-${score}`): LeaderboardEntry => ({
@@ -8,6 +9,10 @@ const entry = (rank: number, slug: string, score: number, runId = `${slug}-${sco
   teamSlug: slug,
   userLogin: null,
   score,
+  interval: null,
+  pairs: null,
+  overlapsPrevious: false,
+  overlapsNext: false,
   runId,
   achievedAt: '2026-01-01T00:00:00Z',
 });
@@ -36,5 +41,16 @@ describe('diffBoards', () => {
 
   it('keys participants by login when the benchmark ranks users', () => {
     expect(holderKey({ teamSlug: null, userLogin: 'ada', name: 'ada' })).toBe('user:ada');
+  });
+});
+
+describe('score intervals', () => {
+  it('formats the half-width and the interval with its pairs', () => {
+    const iv = { low: 98.46, high: 104.54, halfWidth: 3.04, level: 0.95 };
+    expect(formatHalfWidth(iv)).toBe('± 3.0');
+    expect(formatHalfWidth(null)).toBe('');
+    expect(formatInterval(iv, 7)).toBe('95 % interval 98.5–104.5 · 7 pairs');
+    expect(formatInterval(iv, null)).toBe('95 % interval 98.5–104.5');
+    expect(formatInterval(null, 7)).toBe('');
   });
 });
