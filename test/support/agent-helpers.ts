@@ -271,9 +271,12 @@ export interface ApiProc extends AgentProc {
   url: string;
 }
 
-/** `node apps/api/dist/main.js` on a given database and port (restartable: same arguments, same hub). */
+/**
+ * `node apps/api/dist/main.js` on a given database and port (restartable: same arguments, same hub).
+ * Without `dbUrl`, the hub runs its embedded Postgres in `dataDir`.
+ */
 export async function startApi(opts: {
-  dbUrl: string;
+  dbUrl?: string;
   port: number;
   dataDir: string;
   env?: Record<string, string>;
@@ -292,6 +295,7 @@ export async function startApi(opts: {
   };
   delete env.GITHUB_CLIENT_ID;
   delete env.GITHUB_CLIENT_SECRET;
+  if (!opts.dbUrl) delete env.DATABASE_URL;
   const child = spawn(process.execPath, [path.join(ROOT, 'apps/api/dist/main.js')], {
     cwd: ROOT,
     env,

@@ -2,6 +2,7 @@
 import { createHub } from './bootstrap';
 import { BenchmarkConfigError } from '@dryft/libs/node';
 import { ConfigError, loadConfig } from './config/config';
+import { describeError } from './database/embedded-postgres';
 
 async function main(): Promise<void> {
   let config;
@@ -39,7 +40,10 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-main().catch((err) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+main().catch((err: unknown) => {
+  // Always the real reason: a rejection without a value once printed `undefined` here.
+  console.error(
+    `The hub could not start: ${describeError(err)}${err instanceof Error && err.stack ? `\n${err.stack}` : ''}`,
+  );
   process.exit(1);
 });

@@ -18,6 +18,11 @@ import { detectGpu } from './config';
 import { RunExecutor } from './run-executor';
 
 const ACK_TIMEOUT_MS = 15_000;
+/**
+ * How long an agent that holds runs keeps retrying a hub that refuses its token. A hub restarting
+ * on another token file, or a token rotated by hand, is fixed by then; a revoked agent stops at once.
+ */
+export const TOKEN_REFUSED_GRACE_MS = Number(process.env.DRYFT_AGENT_TOKEN_GRACE_MS ?? 10 * 60_000);
 /** Handshake refusals that no retry can fix: stop and say so. */
 const FATAL_CODES = new Set([
   'agent_revoked',
@@ -59,6 +64,10 @@ export class Agent {
   private ready = false;
   private reconnectAttempt = 0;
   private reconnectTimer?: NodeJS.Timeout;
+  /** The token this agent connects with (re-read from its file when the hub refuses it). */
+  private token: string;
+  /** When the hub started refusing the token, while this agent holds runs. */
+  private refusedSince?: number;
   readonly capabilities: AgentCapabilities;
   private readonly log: (m: string) => void;
 
@@ -67,6 +76,7 @@ export class Agent {
     private readonly options: AgentOptions,
   ) {
     this.log = options.log ?? ((m) => console.log(`[agent] ${m}`));
+    this.token = config.token;
     const gpu = config.accelerator === 'cpu' ? { model: null, count: 0, driver: null } : detectGpu();
     const accelerator = config.accelerator ?? (config.slots.some((s) => s.gpus.length) ? 'gpu' : 'cpu');
     this.capabilities = {
@@ -96,7 +106,7 @@ export class Agent {
   start(): void {
     const url = new URL('/agents', this.config.apiUrl).toString();
     this.socket = io(url, {
-      auth: { token: this.config.token },
+      auth: { token: this.token },
       transports: ['websocket'],
       // Reconnection is ours (below): socket.io's own stops after a server-side disconnect.
       reconnection: false,
@@ -106,8 +116,7 @@ export class Agent {
     this.socket.on('connect_error', (err: Error & { data?: { code?: string } }) => {
       const code = err.data?.code;
       if (code && FATAL_CODES.has(code)) {
-        this.log(`the hub refused this agent: ${err.message}`);
-        this.fatal(err.message);
+        this.refused(code, err.message);
         return;
       }
       this.log(`cannot reach the hub at ${this.config.apiUrl}: ${err.message}`);
@@ -148,6 +157,54 @@ export class Agent {
     }, delay);
   }
 
+  /**
+   * The hub refused the token. Revoked: stop now. Otherwise a changed token file is picked up, and
+   * while this agent holds runs it never just exits (a restarted hub may not know it yet): it keeps
+   * retrying for TOKEN_REFUSED_GRACE_MS, loudly, and stops only after that.
+   */
+  private refused(code: string, message: string): void {
+    if (code !== 'agent_revoked' && this.config.tokenFile) {
+      let fresh = '';
+      try {
+        fresh = readFileSync(this.config.tokenFile, 'utf8').trim();
+      } catch {
+        /* unreadable now: keep the one we have */
+      }
+      if (fresh && fresh !== this.token) {
+        this.token = fresh;
+        this.socket.auth = { token: fresh };
+        this.log(
+          `the hub refused the old token; ${this.config.tokenFile} holds a new one: reconnecting with it`,
+        );
+        this.scheduleReconnect();
+        return;
+      }
+    }
+    const holding = this.runs.size + this.verdicts.size;
+    if (code === 'agent_revoked' || holding === 0) {
+      this.log(`the hub refused this agent: ${message}`);
+      this.fatal(message);
+      return;
+    }
+    this.refusedSince ??= Date.now();
+    const left = TOKEN_REFUSED_GRACE_MS - (Date.now() - this.refusedSince);
+    if (left <= 0) {
+      this.log(
+        `the hub has refused this agent for ${Math.round(TOKEN_REFUSED_GRACE_MS / 1000)} s: ${message}`,
+      );
+      this.fatal(message);
+      return;
+    }
+    const bar = '!'.repeat(80);
+    console.error(
+      `${bar}\n!! The hub at ${this.config.apiUrl} refuses this agent's token: ${message}\n` +
+        `!! This agent still holds ${holding} run(s) (${[...new Set([...this.runs.keys(), ...this.verdicts.keys()])].join(', ')}); ` +
+        `it keeps their output and retries for ${Math.round(left / 1000)} s more before giving up.\n` +
+        `!! Fix: give the hub this agent's token back, or put the new token in ${this.config.tokenFile ?? 'the agent config'}.\n${bar}`,
+    );
+    this.scheduleReconnect();
+  }
+
   private fatal(message: string): void {
     for (const run of this.runs.values()) run.stop('lost', 'this agent was revoked');
     this.options.onFatal?.(message);
@@ -155,6 +212,7 @@ export class Agent {
 
   private async onConnect(): Promise<void> {
     this.reconnectAttempt = 0;
+    this.refusedSince = undefined;
     const activeRuns = [...this.runs.values()].map((r) => ({
       runId: r.runId,
       lastAckedSeq: r.outbox.ackedSeq,
@@ -176,7 +234,10 @@ export class Agent {
       return;
     }
     if (!ack.ok) {
-      this.log(`the hub refused agent.ready: ${ack.error ?? 'unknown reason'}`);
+      // A hub that cannot answer now (its database is down) is asked again after a backoff.
+      this.log(`the hub refused agent.ready: ${ack.error ?? 'unknown reason'}; reconnecting`);
+      this.socket.disconnect();
+      this.scheduleReconnect();
       return;
     }
     this.ready = true;

@@ -27,8 +27,10 @@ export class AgentsService implements OnApplicationBootstrap {
 
   /**
    * `npm start` runs a local agent next to the API: in development, with LOCAL_AGENT_TOKEN_FILE set,
-   * the API keeps a 'local' agent record and writes it a fresh token on every boot (mode 0600), so
-   * the token never has to be copied by hand and an old file stops working.
+   * the API keeps a 'local' agent record whose token lives in that file (mode 0600). The token is
+   * made once and kept across restarts, so a local agent that is running a run when the API restarts
+   * reconnects with the same identity and finishes it. A file that is missing, unreadable or holds a
+   * revoked token gets a fresh token.
    */
   async onApplicationBootstrap(): Promise<void> {
     const file = this.config.LOCAL_AGENT_TOKEN_FILE;
@@ -39,13 +41,22 @@ export class AgentsService implements OnApplicationBootstrap {
       );
       return;
     }
-    const token = generateToken('agent');
+    const target = path.resolve(this.config.rootDir, file);
+    let token = await this.readLocalToken(target);
+    if (token) {
+      const holder = await this.agents.findByTokenHash(hashToken(token));
+      // A revoked token stays revoked: an organizer's decision outlives a restart.
+      if (holder?.revokedAt) token = null;
+    }
+    const kept = token !== null;
+    token ??= generateToken('agent');
     const existing = await this.agents.findActiveByName(LOCAL_AGENT_NAME);
     if (existing) {
-      await this.agents.update(existing.id, {
-        tokenHash: hashToken(token),
-        tokenPrefix: tokenDisplayPrefix(token),
-      });
+      if (existing.tokenHash !== hashToken(token))
+        await this.agents.update(existing.id, {
+          tokenHash: hashToken(token),
+          tokenPrefix: tokenDisplayPrefix(token),
+        });
     } else {
       await this.agents.insert({
         name: LOCAL_AGENT_NAME,
@@ -54,13 +65,30 @@ export class AgentsService implements OnApplicationBootstrap {
         createdBy: null,
       });
     }
-    const target = path.resolve(this.config.rootDir, file);
+    if (kept) {
+      this.logger.log(`local agent token kept (${target})`);
+      return;
+    }
     await fs.mkdir(path.dirname(target), { recursive: true });
     const tmp = `${target}.${process.pid}.tmp`;
     await fs.writeFile(tmp, `${token}\n`, { mode: 0o600 });
     await fs.chmod(tmp, 0o600);
     await fs.rename(tmp, target);
     this.logger.log(`local agent token written to ${target}`);
+  }
+
+  /** The token in the local agent's file when it is one (right format and checksum), else null. */
+  private async readLocalToken(file: string): Promise<string | null> {
+    let text: string;
+    try {
+      text = (await fs.readFile(file, 'utf8')).trim();
+    } catch {
+      return null;
+    }
+    if (!checkTokenFormat(text, 'agent').ok) return null;
+    const mode = (await fs.stat(file)).mode & 0o777;
+    if (mode !== 0o600) await fs.chmod(file, 0o600);
+    return text;
   }
 
   async create(principal: Principal, name: string): Promise<AgentView & { token: string }> {
