@@ -50,6 +50,32 @@ export const LeaderboardUpdateEvent = z.object({ leaderboard: LeaderboardView })
 export const TeamRunEvent = z.object({ run: RunView });
 export const AgentsUpdateEvent = z.object({ agents: z.array(AgentView) });
 
+/** Why a connection lost access to private rooms. */
+export const AccessLostReason = z.enum([
+  'token_revoked',
+  'token_expired',
+  'member_removed',
+  'member_left',
+  'logged_out',
+  'session_expired',
+]);
+export type AccessLostReason = z.infer<typeof AccessLostReason>;
+/**
+ * The server took this connection out of private rooms (`run:<id>`, `team:<id>`, `agents`) because
+ * its credentials or its membership no longer allow them. Sent once, after the rooms were left; no
+ * private event follows. `teamId` is the team whose rooms were left, or null when the credential
+ * itself is gone (then the connection is a spectator from now on: leaderboards only). Reconnecting
+ * with the same credential will not bring the rooms back.
+ */
+export const AccessRevokedEvent = z.object({
+  reason: AccessLostReason,
+  message: z.string(),
+  teamId: z.string().nullable(),
+  rooms: z.array(z.string()),
+  runIds: z.array(z.string()),
+});
+export type AccessRevokedEvent = z.infer<typeof AccessRevokedEvent>;
+
 export const LiveServerToClient = {
   'run.log': RunLogEvent,
   'run.status': RunStatusEvent,
@@ -60,6 +86,7 @@ export const LiveServerToClient = {
   'leaderboard.update': LeaderboardUpdateEvent,
   'team.run': TeamRunEvent,
   'agents.update': AgentsUpdateEvent,
+  'access.revoked': AccessRevokedEvent,
 } as const;
 
 export type LiveServerEvents = {

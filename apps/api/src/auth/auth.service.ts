@@ -68,6 +68,7 @@ export class AuthService implements OnModuleInit {
         via: 'session',
         teamId: await this.activeTeam(session.activeTeamId, user.id),
         session,
+        expiresAt: session.expiresAt,
       };
     }
     return null;
@@ -101,7 +102,13 @@ export class AuthService implements OnModuleInit {
   }
 
   async endSession(principal: Principal | null): Promise<void> {
-    if (principal?.session) await this.sessions.delete(principal.session.idHash);
+    if (!principal?.session) return;
+    await this.sessions.delete(principal.session.idHash);
+    this.bus.emit('access.lost', {
+      reason: 'logged_out',
+      sessionHash: principal.session.idHash,
+      userId: principal.user.id,
+    });
   }
 
   async switchTeam(principal: Principal, teamId: string): Promise<MeView> {

@@ -28,6 +28,13 @@ export interface DomainEvents {
   /** A run reached a final state; its slot (if it had one) is free. */
   'run.finished': { runId: string; agentId: string | null; slot: number | null };
   'leaderboard.changed': { benchmarkId: string };
+  /**
+   * A credential stopped granting access (a team API token revoked, a session ended by logout):
+   * connections holding it leave every private room at once.
+   */
+  'access.lost':
+    | { reason: 'token_revoked'; tokenId: string; teamId: string }
+    | { reason: 'logged_out'; sessionHash: string; userId: string };
 }
 
 type Handler<K extends keyof DomainEvents> = (payload: DomainEvents[K]) => void | Promise<void>;

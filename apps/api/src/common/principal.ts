@@ -12,6 +12,8 @@ export interface Principal {
   teamId: string | null;
   session?: SessionEntity;
   tokenId?: string;
+  /** When the session or token stops working (null: a token without expiry). */
+  expiresAt?: Date | null;
 }
 
 export type AuthedRequest = Request & { principal?: Principal | null };

@@ -1,12 +1,13 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { LiveClientToServer } from '@dryft/libs';
-import type { JoinAck, LogLine } from '@dryft/libs';
+import type { AccessLostReason, AccessRevokedEvent, JoinAck, LogLine } from '@dryft/libs';
 import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AgentEvents } from '../agents/agent-events';
 import { AgentsService } from '../agents/agents.service';
 import { AuthService, SESSION_COOKIE } from '../auth/auth.service';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
+import { Clock } from '../common/clock';
 import { AppError } from '../common/errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
@@ -30,6 +31,50 @@ export const LEADERBOARD_COALESCE_MS = 50;
 const AGENTS_COALESCE_MS = 250;
 /** Cross-replica: lines stored on one replica, delivered by every replica to its own watchers. */
 const REMOTE_LINES = 'dryft:run.logs';
+/** Cross-replica: a credential or a membership stopped granting access; every replica cuts its own sockets. */
+const REMOTE_ACCESS_LOST = 'dryft:access.lost';
+/** setTimeout's longest delay; a later expiry re-arms the timer. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Who lost access to what: every connection matched by `tokenId`, `sessionHash` or (`userId` and
+ * `teamId`) leaves the private rooms of `teamId` (a membership ended) or all of them (the credential
+ * itself is gone).
+ */
+interface AccessLost {
+  reason: AccessLostReason;
+  tokenId?: string;
+  sessionHash?: string;
+  userId?: string;
+  teamId?: string;
+}
+
+const ACCESS_MESSAGES: Record<AccessLostReason, string> = {
+  token_revoked:
+    'The API token this connection used was revoked; its live streams were stopped. Ask a team owner or admin for a new token.',
+  token_expired:
+    'The API token this connection used expired; its live streams were stopped. Ask a team owner or admin for a new token.',
+  member_removed:
+    "You were removed from this team, so its runs and logs are no longer visible to you; live streams of the team's runs were stopped.",
+  member_left:
+    "You left this team, so its runs and logs are no longer visible to you; live streams of the team's runs were stopped.",
+  logged_out: 'You signed out, so live streams of your team were stopped. Sign in again to follow runs.',
+  session_expired:
+    'Your session expired, so live streams of your team were stopped. Sign in again to follow runs.',
+};
+
+/** Per-socket bookkeeping for revocation: which run rooms belong to which team, and the expiry timer. */
+interface SocketAccess {
+  runTeams: Map<string, string>;
+  /** Bumped on every revocation, so a join that was being checked meanwhile is undone. */
+  epoch: number;
+  expiry?: NodeJS.Timeout;
+}
+const access = (socket: Socket): SocketAccess => {
+  const data = socket.data as { access?: SocketAccess };
+  data.access ??= { runTeams: new Map(), epoch: 0 };
+  return data.access;
+};
 
 function parseCookies(header: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -75,6 +120,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly agents: AgentsService,
     private readonly agentEvents: AgentEvents,
     private readonly bus: EventBus,
+    private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -111,6 +157,14 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines))
         void this.channels.deliver(payload.runId, payload.lines);
     });
+    this.nsp.on(REMOTE_ACCESS_LOST, (lost: AccessLost) => {
+      if (lost && typeof lost.reason === 'string' && lost.reason in ACCESS_MESSAGES)
+        this.accessLostHere(lost);
+    });
+    const accessLost = (lost: AccessLost) => {
+      this.accessLostHere(lost);
+      if (this.sockets.clustered) this.nsp.serverSideEmit(REMOTE_ACCESS_LOST, lost);
+    };
 
     const toRun = (runId: string, event: string, payload: unknown): void => {
       this.nsp.to(`run:${runId}`).emit(event, payload);
@@ -130,6 +184,13 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.bus.on('run.result', (p) => toRun(p.runId, 'run.result', p)),
       this.bus.on('leaderboard.changed', ({ benchmarkId }) => this.leaderboardChanged(benchmarkId)),
       this.agentEvents.onChanged(() => this.agentsChanged()),
+      this.bus.on('access.lost', (lost) => accessLost(lost)),
+      this.bus.on('team.member_removed', ({ teamId, userId }) =>
+        accessLost({ reason: 'member_removed', teamId, userId }),
+      ),
+      this.bus.on('team.member_left', ({ teamId, userId }) =>
+        accessLost({ reason: 'member_left', teamId, userId }),
+      ),
     );
   }
 
@@ -165,8 +226,80 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     }, AGENTS_COALESCE_MS);
   }
 
+  /**
+   * Cuts this replica's sockets that `lost` matches out of private rooms, synchronously (no private
+   * event can reach them after this returns), and tells each why with `access.revoked`.
+   */
+  private accessLostHere(lost: AccessLost): void {
+    for (const socket of this.nsp.sockets.values()) {
+      const principal = socket.data.principal as Principal | null | undefined;
+      if (!principal) continue;
+      let scope: 'all' | string | null = null;
+      if (lost.tokenId) {
+        if (principal.tokenId === lost.tokenId) scope = 'all';
+      } else if (lost.sessionHash) {
+        if (principal.session?.idHash === lost.sessionHash) scope = 'all';
+      } else if (lost.userId && lost.teamId && principal.user.id === lost.userId) {
+        // A token made by the member who left stops working altogether (token_creator_left).
+        if (principal.via === 'token') scope = principal.teamId === lost.teamId ? 'all' : null;
+        else scope = lost.teamId;
+      }
+      if (scope !== null) this.cut(socket, lost.reason, scope === 'all' ? null : scope);
+    }
+  }
+
+  /** Takes the socket out of the private rooms of `teamId` (null: of every team, and drops its identity). */
+  private cut(socket: Socket, reason: AccessLostReason, teamId: string | null): void {
+    const state = access(socket);
+    state.epoch++;
+    const runIds = [...state.runTeams].filter(([, t]) => teamId === null || t === teamId).map(([r]) => r);
+    const rooms: string[] = [];
+    for (const runId of runIds) {
+      state.runTeams.delete(runId);
+      rooms.push(`run:${runId}`);
+      void socket.leave(`run:${runId}`);
+      this.channels.evict(socket, runId);
+    }
+    for (const room of socket.rooms) {
+      const isTeam = room.startsWith('team:') && (teamId === null || room === `team:${teamId}`);
+      if (isTeam || (teamId === null && room === 'agents')) {
+        rooms.push(room);
+        void socket.leave(room);
+      }
+    }
+    if (teamId === null) {
+      socket.data.principal = null;
+      if (state.expiry) clearTimeout(state.expiry);
+      state.expiry = undefined;
+    }
+    const event: AccessRevokedEvent = { reason, message: ACCESS_MESSAGES[reason], teamId, rooms, runIds };
+    socket.emit('access.revoked', event);
+    this.logger.log(`live ${socket.id}: ${reason}; left ${rooms.length ? rooms.join(', ') : 'no rooms'}`);
+  }
+
+  /** A session or token with an expiry: the socket loses its private rooms the moment it expires. */
+  private armExpiry(socket: Socket, principal: Principal): void {
+    if (!principal.expiresAt) return;
+    const state = access(socket);
+    const at = principal.expiresAt.getTime();
+    const fire = () => {
+      const left = at - this.clock.now().getTime();
+      if (left > 0) {
+        state.expiry = setTimeout(fire, Math.min(left, MAX_TIMER_MS));
+        return;
+      }
+      state.expiry = undefined;
+      if (socket.data.principal === principal)
+        this.cut(socket, principal.via === 'token' ? 'token_expired' : 'session_expired', null);
+    };
+    fire();
+  }
+
   private onConnection(socket: Socket): void {
-    const principal = (socket.data.principal ?? null) as Principal | null;
+    const current = () => (socket.data.principal ?? null) as Principal | null;
+    const state = access(socket);
+    const initial = current();
+    if (initial) this.armExpiry(socket, initial);
     const needSignIn = () =>
       refusal(
         'sign_in_required',
@@ -174,26 +307,30 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       );
 
     this.on(socket, 'run.join', async ({ runId, afterSeq }) => {
+      const principal = current();
       if (!principal) return needSignIn();
+      const epoch = state.epoch;
       const run = await this.runsRepo.findById(runId).catch(() => null);
-      if (!run || !(await this.isMember(principal, run.teamId))) {
+      if (!run || !(await this.isMember(principal, run.teamId)) || state.epoch !== epoch) {
         return refusal(
           'run_not_found',
           `No run ${runId} in your team; runs and their logs are visible to their team only.`,
         );
       }
+      state.runTeams.set(runId, run.teamId);
       await socket.join(`run:${runId}`);
       const view = await this.runs.view(run);
       // The ack leaves first; the replay follows on the same socket, so it arrives after it.
       setImmediate(
         () =>
           void this.channels
-            .join(socket, runId, afterSeq)
+            .join(socket, runId, afterSeq, () => socket.rooms.has(`run:${runId}`))
             .catch((err: unknown) => this.logger.error(`replay ${runId}: ${(err as Error).stack}`)),
       );
       return { ok: true, run: view };
     });
     this.on(socket, 'run.leave', async ({ runId }) => {
+      state.runTeams.delete(runId);
       await socket.leave(`run:${runId}`);
       await this.channels.leave(socket, runId);
       return { ok: true };
@@ -209,14 +346,16 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       return { ok: true };
     });
     this.on(socket, 'team.join', async ({ teamId }) => {
+      const principal = current();
       if (!principal) return needSignIn();
-      if (!(await this.isMember(principal, teamId)))
+      const epoch = state.epoch;
+      if (!(await this.isMember(principal, teamId)) || state.epoch !== epoch)
         return refusal('team_not_found', 'You are not a member of this team.');
       await socket.join(`team:${teamId}`);
       return { ok: true };
     });
     this.on(socket, 'agents.join', async () => {
-      if (!principal?.isAdmin)
+      if (!current()?.isAdmin)
         return refusal('organizers_only', 'Only organizers (ADMIN_LOGINS) can watch the agents.');
       await socket.join('agents');
       const agents = await this.agents.list();
@@ -230,7 +369,10 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (typeof ack === 'function')
         (ack as (r: JoinAck) => void)(refusal('unknown_event', `Unknown event "${event}".`));
     });
-    socket.on('disconnect', () => this.channels.forget(socket));
+    socket.on('disconnect', () => {
+      if (state.expiry) clearTimeout(state.expiry);
+      this.channels.forget(socket);
+    });
   }
 
   private async isMember(principal: Principal, teamId: string): Promise<boolean> {

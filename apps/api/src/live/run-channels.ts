@@ -51,8 +51,11 @@ export class RunChannels {
     });
   }
 
-  /** Replays the stored lines after `afterSeq` to the socket, then makes it a live member. */
-  join(socket: Socket, runId: string, afterSeq: number): Promise<void> {
+  /**
+   * Replays the stored lines after `afterSeq` to the socket, then makes it a live member; stops as
+   * soon as `allowed` says no (the socket lost access meanwhile).
+   */
+  join(socket: Socket, runId: string, afterSeq: number, allowed: () => boolean = () => true): Promise<void> {
     let ch = this.channels.get(runId);
     if (!ch) {
       ch = new Channel();
@@ -64,15 +67,16 @@ export class RunChannels {
       try {
         let last = afterSeq;
         for (;;) {
-          if (!socket.connected) return;
+          if (!socket.connected || !allowed()) return;
           const page = await this.read(runId, last, PAGE);
+          if (!socket.connected || !allowed()) return;
           if (page.length) {
             socket.emit('run.log', { runId, lines: page });
             last = page[page.length - 1].seq;
           }
           if (page.length < PAGE) break;
         }
-        if (!socket.connected) return;
+        if (!socket.connected || !allowed()) return;
         if (channel.cursor === null || channel.members.size === 0) {
           channel.cursor = last;
         } else if (last > channel.cursor) {
@@ -82,8 +86,9 @@ export class RunChannels {
           channel.cursor = last;
         } else if (last < channel.cursor) {
           const behind = await this.readRange(runId, last, channel.cursor);
-          if (behind.length) socket.emit('run.log', { runId, lines: behind });
+          if (behind.length && allowed()) socket.emit('run.log', { runId, lines: behind });
         }
+        if (!allowed()) return;
         await socket.join(RunChannels.room(runId));
         channel.members.add(socket.id);
       } finally {
@@ -103,6 +108,12 @@ export class RunChannels {
         if (this.channels.get(runId) === ch) this.channels.delete(runId);
       }
     });
+  }
+
+  /** The socket lost access: out of the live room now (no further line reaches it), then forgotten. */
+  evict(socket: Socket, runId: string): void {
+    void socket.leave(RunChannels.room(runId));
+    void this.leave(socket, runId);
   }
 
   /** The socket went away: leave every run it watched. */

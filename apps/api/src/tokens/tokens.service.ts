@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { CreatedTokenView, TokenView } from '@dryft/libs';
 import { checkTokenFormat, generateToken, hashToken, tokenDisplayPrefix } from '@dryft/libs/node';
 import { Clock } from '../common/clock';
+import { EventBus } from '../common/event-bus';
 import { badRequest, notFound, unauthorized } from '../common/errors';
 import type { Principal } from '../common/principal';
 import { TeamsService } from '../teams/teams.service';
@@ -19,6 +20,7 @@ export class TokensService {
     private readonly teams: TeamsService,
     private readonly users: UsersService,
     private readonly clock: Clock,
+    private readonly bus: EventBus,
   ) {}
 
   async create(
@@ -60,6 +62,7 @@ export class TokensService {
     if (!token.revokedAt) {
       token.revokedAt = this.clock.now();
       await this.tokens.revoke(token.id, token.revokedAt);
+      this.bus.emit('access.lost', { reason: 'token_revoked', tokenId: token.id, teamId });
     }
     return this.view(token);
   }
@@ -97,7 +100,14 @@ export class TokensService {
       );
     }
     await this.tokens.touch(token.id, now);
-    return { user, isAdmin: this.users.isAdmin(user), via: 'token', teamId: token.teamId, tokenId: token.id };
+    return {
+      user,
+      isAdmin: this.users.isAdmin(user),
+      via: 'token',
+      teamId: token.teamId,
+      tokenId: token.id,
+      expiresAt: token.expiresAt,
+    };
   }
 
   private async view(entity: ApiTokenEntity): Promise<TokenView> {
