@@ -89,6 +89,9 @@ exec node "\$(dirname -- "\$0")/dryft.cjs" "\$@"
 LAUNCHER
 chmod 0755 "$dest/dryft.tmp.$$"
 mv -f "$dest/dryft.tmp.$$" "$dest/dryft"
+# The hub, recorded for the research loop (agent/research.py) so that it talks to the same hub.
+printf '%s\n' "$hub" >"$dest/dryft-hub.txt.$$"
+mv -f "$dest/dryft-hub.txt.$$" "$dest/dryft-hub.txt"
 
 version=$("$dest/dryft" --version 2>/dev/null) || fail "bin/dryft was installed but does not run with $(command -v node); check your Node.js installation."
 printf 'Installed dryft %s in %s (sha256 %s verified).\n' "$version" "$dest" "$expected"

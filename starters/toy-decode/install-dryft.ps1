@@ -68,6 +68,8 @@ try { & node (Join-Path `$PSScriptRoot 'dryft.cjs') @args } finally { if (`$setH
 exit `$LASTEXITCODE
 "@
 Set-Content -Path (Join-Path $dest 'dryft.ps1') -Value $ps1 -Encoding UTF8
+# The hub, recorded for the research loop (agent/research.py) so that it talks to the same hub.
+Set-Content -Path (Join-Path $dest 'dryft-hub.txt') -Value $Hub -Encoding Ascii
 
 $version = & node (Join-Path $dest 'dryft.cjs') --version
 if ($LASTEXITCODE -ne 0) { Fail 'bin\dryft.cjs was installed but does not run with this node; check your Node.js installation.' }

@@ -132,7 +132,13 @@ describe.skipIf(!existsSync(BUNDLE))('install-dryft.sh against a running hub', (
     expect(res.code, res.out).toBe(0);
     expect(res.out).toMatch(/Installed dryft \S+ in .*sha256 [0-9a-f]{64} verified/);
     expect(statSync(path.join(repo, 'bin/dryft')).mode & 0o111).not.toBe(0);
-    expect(readdirSync(path.join(repo, 'bin')).sort()).toEqual(['.gitkeep', 'dryft', 'dryft.cjs']);
+    expect(readdirSync(path.join(repo, 'bin')).sort()).toEqual([
+      '.gitkeep',
+      'dryft',
+      'dryft-hub.txt',
+      'dryft.cjs',
+    ]);
+    expect(readFileSync(path.join(repo, 'bin/dryft-hub.txt'), 'utf8')).toBe(`${hub.baseUrl}\n`);
     const { token } = await teamToken(hub.baseUrl, `inst${Date.now().toString(36)}`);
     // no DRYFT_API_URL in the environment: the launcher's default is the hub it was installed from
     const doctor = await run(path.join(repo, 'bin/dryft'), ['doctor'], {

@@ -11,6 +11,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -37,6 +38,7 @@ const PYTHON = process.env.PYTHON ?? 'python3';
 /** Files outside the submitted folder that are not of an allowed type, each documented in docs/STARTERS.md. */
 const DOCUMENTED_EXCEPTIONS = ['.gitignore', 'bin/.gitkeep', 'install-dryft.sh', 'install-dryft.ps1'];
 const REQUIRED = [
+  'dryft.json',
   'README.md',
   'ENGINE_CONTRACT.md',
   'AGENTS.md',
@@ -131,6 +133,24 @@ describe('starter templates', () => {
           doc,
           `${starter}/ENGINE_CONTRACT.md should say "${text}" (config/benchmarks/${starter}.yaml changed?)`,
         ).toContain(text);
+    },
+  );
+
+  it.each(STARTERS)(
+    '%s: dryft.json names its own benchmark, whose definition names this starter (the one place it is said)',
+    (starter) => {
+      const dir = path.join(ROOT, 'starters', starter);
+      const settings = JSON.parse(readFileSync(path.join(dir, 'dryft.json'), 'utf8'));
+      expect(settings.benchmark).toBe(starter);
+      const def = loadBenchmarkDefinitions(path.join(ROOT, 'config/benchmarks')).find(
+        (d) => d.id === settings.benchmark,
+      );
+      expect(def, `config/benchmarks/${settings.benchmark}.yaml`).toBeDefined();
+      expect(def!.starter).toContain(starter);
+      expect(existsSync(path.join(dir, settings.submission))).toBe(true);
+      const config = JSON.parse(readFileSync(path.join(dir, 'agent/config.json'), 'utf8'));
+      expect(config, 'agent/config.json must not name a second benchmark').not.toHaveProperty('benchmark');
+      expect(config.submission).toBe(settings.submission);
     },
   );
 
@@ -312,6 +332,49 @@ describe('agent/research.py (pure parts, through python3)', () => {
     const validation = await validateArchive(res.stdout);
     expect(validation.problems).toEqual([]);
     expect(validation.files.map((f) => f.path)).toEqual(['engine.py']);
+  });
+
+  it('uses the hub the installer recorded and names it in the error; its benchmark comes from dryft.json', async () => {
+    const repo = mkdtempSync(path.join(tmpdir(), 'dryft-loop-hub-'));
+    try {
+      for (const f of ['dryft.json', 'agent/research.py', 'agent/config.json', 'engine/engine.py']) {
+        mkdirSync(path.dirname(path.join(repo, f)), { recursive: true });
+        writeFileSync(path.join(repo, f), readFileSync(path.join(ROOT, 'starters/toy-decode', f)));
+      }
+      mkdirSync(path.join(repo, 'bin'));
+      // a port nothing listens on: the loop must try this hub, not localhost:3000
+      const dead = await new Promise<number>((resolve) => {
+        const srv = createServer().listen(0, '127.0.0.1', () => {
+          const port = (srv.address() as { port: number }).port;
+          srv.close(() => resolve(port));
+        });
+      });
+      writeFileSync(path.join(repo, 'bin/dryft-hub.txt'), `http://127.0.0.1:${dead}\n`);
+      const res = spawnSync(
+        PYTHON,
+        ['agent/research.py', '--iterations', '1', '--retries', '0', '--builtin-validate'],
+        {
+          cwd: repo,
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH, HOME: repo, DRYFT_TOKEN: generateToken('pat') },
+        },
+      );
+      expect(res.status, res.stdout + res.stderr).toBe(2);
+      expect(res.stderr).toContain(`cannot reach http://127.0.0.1:${dead}`);
+      expect(res.stderr).toContain(
+        `research: hub http://127.0.0.1:${dead} (from bin/dryft-hub.txt (recorded by install-dryft))`,
+      );
+      expect(res.stdout + res.stderr).not.toContain('localhost:3000');
+      const dry = spawnSync(PYTHON, ['agent/research.py', '--dry-run', '--iterations', '1'], {
+        cwd: repo,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, HOME: repo },
+      });
+      expect(dry.status, dry.stderr).toBe(0);
+      expect(dry.stdout + dry.stderr).toContain('toy-decode');
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
+    }
   });
 
   it('its built-in rules refuse what the hub refuses', () => {

@@ -13,6 +13,8 @@ export interface CliDeps {
   streams: Streams;
   env: NodeJS.ProcessEnv;
   socketFactory?: SocketFactory;
+  /** Where the command runs (default: process.cwd()); dryft.json is looked for here and above. */
+  cwd?: string;
 }
 
 const EXIT_HELP = `
@@ -35,7 +37,7 @@ Environment:
 function build(deps: CliDeps, setExit: (code: number) => void): Command {
   const program = new Command('dryft');
   const ctxOf = (cmd: Command) =>
-    new Context(deps.streams, deps.env, cmd.optsWithGlobals() as GlobalFlags, deps.socketFactory);
+    new Context(deps.streams, deps.env, cmd.optsWithGlobals() as GlobalFlags, deps.socketFactory, deps.cwd);
   // Commander passes (args..., options, command); the command is always last.
   const act =
     (fn: (ctx: Context, ...args: never[]) => Promise<number>) =>
@@ -105,7 +107,7 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
     )
     .option(
       '-b, --benchmark <id>',
-      'benchmark (default: qwen3-4b-decode for folders and archives, deep-recurrence for submission.py)',
+      "benchmark (default: this repository's dryft.json, else qwen3-4b-decode for folders and archives, deep-recurrence for submission.py)",
     )
     .option('--tier <tier>', 'single-file: compute tier (easy, medium or hard); required')
     .option('--dataset <id>', 'single-file: practice dataset; required for easy and medium')
@@ -151,7 +153,10 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
   program
     .command('submissions')
     .description("list your team's submissions, newest first")
-    .option('-b, --benchmark <id>', 'only this benchmark')
+    .option(
+      '-b, --benchmark <id>',
+      "only this benchmark (default: this repository's dryft.json; all for every one)",
+    )
     .option('--limit <n>', 'how many (default 20)')
     .option('--cursor <cursor>', 'the next page (printed under the table)')
     .action(act((ctx, opts: Record<string, string | undefined>) => submissionsCmd(ctx, opts)));
@@ -159,7 +164,10 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
   program
     .command('runs')
     .description("list your team's runs, newest first")
-    .option('-b, --benchmark <id>', 'only this benchmark')
+    .option(
+      '-b, --benchmark <id>',
+      "only this benchmark (default: this repository's dryft.json; all for every one)",
+    )
     .option('--status <status>', 'queued, assigned, running, succeeded, failed or canceled')
     .option('--limit <n>', 'how many (default 20)')
     .option('--cursor <cursor>', 'the next page (printed under the table)')
@@ -207,6 +215,43 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
   return program;
 }
 
+/** `--help --json`: the command's usage as one JSON document (for scripts and coding agents). */
+function helpJson(program: Command, argv: string[]): unknown {
+  const positional = argv.filter((a) => !a.startsWith('-'));
+  const sub = program.commands.find((c) => positional[0] === c.name() || c.aliases().includes(positional[0]));
+  const cmd = sub ?? program;
+  const root = cmd === program;
+  return {
+    command: root ? 'dryft' : `dryft ${cmd.name()}`,
+    usage: `${root ? 'dryft' : `dryft ${cmd.name()}`} ${cmd.usage()}`,
+    description: cmd.description(),
+    ...(root ? { version: CLI_VERSION } : {}),
+    arguments: cmd.registeredArguments.map((a) => ({
+      name: a.name(),
+      required: a.required,
+      description: a.description,
+    })),
+    options: [...cmd.options, ...(root ? [] : program.options)].map((o) => ({
+      flags: o.flags,
+      name: o.attributeName(),
+      description: o.description,
+      takesValue: o.required || o.optional,
+      required: o.mandatory,
+      ...(o.argChoices ? { choices: o.argChoices } : {}),
+    })),
+    ...(root
+      ? {
+          commands: program.commands.map((c) => ({
+            name: c.name(),
+            usage: `dryft ${c.name()} ${c.usage()}`,
+            description: c.description(),
+          })),
+          exitCodes: Object.fromEntries(Object.entries(EXIT).map(([k, v]) => [v, k])),
+        }
+      : {}),
+  };
+}
+
 /** Runs the CLI and returns its exit code; never calls process.exit. */
 export async function runCli(argv: string[], deps: CliDeps): Promise<number> {
   let code: number = EXIT.ok;
@@ -216,6 +261,19 @@ export async function runCli(argv: string[], deps: CliDeps): Promise<number> {
     if (argv.length === 0) {
       program.outputHelp();
       return EXIT.badInput;
+    }
+    if (json && (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help')) {
+      deps.streams.stdout.write(
+        JSON.stringify(
+          helpJson(
+            program,
+            argv.filter((a) => a !== 'help'),
+          ),
+          null,
+          2,
+        ) + '\n',
+      );
+      return EXIT.ok;
     }
     await program.parseAsync(argv, { from: 'user' });
     return code;

@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { checkTokenFormat } from '@dryft/libs/node';
 import { loadSettings, type Settings } from './config';
@@ -5,6 +6,7 @@ import { CliError, EXIT, tokenAdvice } from './errors';
 import { ApiClient } from './http';
 import type { SocketFactory } from './live';
 import { Output, type Streams } from './output';
+import { findStarter, STARTER_FILE, type Starter } from './starter';
 
 export interface GlobalFlags {
   json?: boolean;
@@ -16,12 +18,15 @@ export interface GlobalFlags {
 export class Context {
   readonly out: Output;
   private settingsPromise?: Promise<Settings>;
+  private starterPromise?: Promise<Starter | undefined>;
 
   constructor(
     readonly streams: Streams,
     readonly env: NodeJS.ProcessEnv,
     readonly flags: GlobalFlags,
     readonly socketFactory?: SocketFactory,
+    /** The folder the command runs in (where dryft.json is looked for). */
+    readonly cwd: string = process.cwd(),
   ) {
     this.out = new Output(streams, env, Boolean(flags.json), flags.color === false);
   }
@@ -33,6 +38,38 @@ export class Context {
   settings(): Promise<Settings> {
     this.settingsPromise ??= loadSettings(this.env, { apiUrl: this.flags.apiUrl });
     return this.settingsPromise;
+  }
+
+  /** The starter repository this command runs inside (its dryft.json), if any. */
+  starter(): Promise<Starter | undefined> {
+    this.starterPromise ??= findStarter(this.cwd);
+    return this.starterPromise;
+  }
+
+  /**
+   * The benchmark a command uses: --benchmark, else the starter's dryft.json, else `fallback`.
+   * Says on stderr which one it used and where that came from.
+   */
+  async benchmarkId(
+    flag: string | undefined,
+    fallback?: { id: string; why: string },
+  ): Promise<string | undefined> {
+    const starter = await this.starter();
+    const where = starter ? path.relative(this.cwd, starter.file) || STARTER_FILE : '';
+    if (flag) {
+      if (starter && starter.settings.benchmark !== flag)
+        this.out.warn(
+          `--benchmark ${flag} is not this repository's benchmark (${starter.settings.benchmark}, from ${where}).`,
+        );
+      this.out.note(`Benchmark: ${flag} (from --benchmark)`);
+      return flag;
+    }
+    if (starter) {
+      this.out.note(`Benchmark: ${starter.settings.benchmark} (from ${where})`);
+      return starter.settings.benchmark;
+    }
+    if (fallback) this.out.note(`Benchmark: ${fallback.id} (${fallback.why}; no ${STARTER_FILE} here)`);
+    return fallback?.id;
   }
 
   /** How often waits and REST fallbacks poll (DRYFT_POLL_MS for tests). */

@@ -165,3 +165,41 @@ export function formatScoreInterval(
   const range = `${interval.low.toFixed(2)}–${interval.high.toFixed(2)}`;
   return ` ± ${interval.halfWidth.toFixed(2)} (${level} % interval ${range}${pairs ? `, ${pairs} pairs` : ''})`;
 }
+
+const SPARKS = '▁▂▃▄▅▆▇█';
+
+/** A one-line chart of the values (lowest ▁, highest █), resampled to at most `width` points. */
+export function sparkline(values: number[], width = 48): string {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (finite.length === 0) return '';
+  const points =
+    finite.length <= width
+      ? finite
+      : Array.from({ length: width }, (_, i) => {
+          // the mean of each bucket, so a short spike still shows
+          const from = Math.floor((i * finite.length) / width);
+          const to = Math.max(from + 1, Math.floor(((i + 1) * finite.length) / width));
+          const part = finite.slice(from, to);
+          return part.reduce((a, b) => a + b, 0) / part.length;
+        });
+  const lo = Math.min(...points);
+  const hi = Math.max(...points);
+  return points
+    .map((v) => SPARKS[hi === lo ? 3 : Math.round(((v - lo) / (hi - lo)) * (SPARKS.length - 1))])
+    .join('');
+}
+
+/** At most `n` items, evenly spaced, always with the first and the last. */
+export function evenlySpaced<T>(items: T[], n: number): T[] {
+  if (items.length <= n) return items;
+  const out: T[] = [];
+  for (let i = 0; i < n; i++) out.push(items[Math.round((i * (items.length - 1)) / (n - 1))]);
+  return out;
+}
+
+/** A number for a table: 4 significant figures, no exponent for ordinary sizes. */
+export function formatNumber(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (v !== 0 && (Math.abs(v) >= 1e6 || Math.abs(v) < 1e-3)) return v.toExponential(2);
+  return String(Number(v.toPrecision(4)));
+}

@@ -15,7 +15,7 @@ export interface Captured {
 export async function cli(
   argv: string[],
   env: Record<string, string | undefined> = {},
-  opts: { stdin?: string; socketFactory?: SocketFactory } = {},
+  opts: { stdin?: string; socketFactory?: SocketFactory; cwd?: string; tty?: boolean } = {},
 ): Promise<Captured> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
@@ -24,6 +24,11 @@ export async function cli(
   let err = '';
   stdout.on('data', (c) => (out += c));
   stderr.on('data', (c) => (err += c));
+  if (opts.tty) {
+    // a terminal to ask on (the official-run question)
+    Object.assign(stdin, { isTTY: true });
+    Object.assign(stderr, { isTTY: true });
+  }
   stdin.end(opts.stdin ?? '');
   const code = await runCli(argv, {
     streams: { stdout, stderr, stdin },
@@ -34,6 +39,7 @@ export async function cli(
       ...env,
     } as NodeJS.ProcessEnv,
     socketFactory: opts.socketFactory,
+    cwd: opts.cwd,
   });
   return { code, stdout: out, stderr: err };
 }

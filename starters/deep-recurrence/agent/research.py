@@ -3,9 +3,13 @@
 it, journal the result, keep the best. Python 3.8+ standard library only. See agent/README.md.
 
     export DRYFT_TOKEN=dryft_pat_...            # a team API token; never stored by this script
-    export DRYFT_API_URL=https://dryft.example.org
+    ./install-dryft.sh https://dryft.example.org   # records the hub in bin/dryft-hub.txt
     python3 agent/research.py --iterations 3
     python3 agent/research.py --propose "my-agent --edit {dir}" --iterations 5 --apply
+
+The hub is the one bin/dryft uses: --api-url, else $DRYFT_API_URL, else the hub install-dryft.sh
+recorded in bin/dryft-hub.txt, else http://localhost:3000. The benchmark is the repository's, from
+dryft.json at its root (the file every ./bin/dryft command reads too).
 
 Candidates, in order: the current submission as-is (its measured score is the bar to beat, skipped
 when the journal already has it), then every folder of agent/variants/ and examples/ (sorted),
@@ -45,6 +49,38 @@ TERMINAL = {"succeeded", "failed", "canceled"}
 # What a credential looks like (the docs' placeholder dryft_pat_REPLACE_ME is not); a candidate
 # containing one is never submitted.
 SECRET_PATTERN = re.compile(r"dryft_(?:pat|agent)_(?!REPLACE_ME\b)[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----")
+
+
+DEFAULT_HUB = "http://localhost:3000"
+
+
+def resolve_hub(api_url=None) -> tuple:
+    """(hub URL, where it came from), with bin/dryft's precedence."""
+    if api_url:
+        return api_url.rstrip("/"), "--api-url"
+    env = os.environ.get("DRYFT_API_URL", "").strip()
+    if env:
+        return env.rstrip("/"), "DRYFT_API_URL"
+    recorded = os.path.join(ROOT, "bin", "dryft-hub.txt")
+    if os.path.isfile(recorded):
+        with open(recorded, encoding="utf-8") as fh:
+            url = fh.read().strip()
+        if url:
+            return url.rstrip("/"), "bin/dryft-hub.txt (recorded by install-dryft)"
+    return DEFAULT_HUB, "the default; run ./install-dryft.sh HUB_URL or set DRYFT_API_URL"
+
+
+def repository_settings() -> dict:
+    """dryft.json at the repository root: the benchmark this repository belongs to."""
+    path = os.path.join(ROOT, "dryft.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except ValueError as err:
+        raise LoopError(f"dryft.json is not valid JSON ({err}); it names this repository's benchmark, e.g. {{\"benchmark\": \"toy-decode\"}}")
+    return data if isinstance(data, dict) else {}
 
 
 class LoopError(Exception):
@@ -328,7 +364,8 @@ class Journal:
 class Loop:
     def __init__(self, args, config: dict) -> None:
         self.args = args
-        self.benchmark = args.benchmark or config.get("benchmark")
+        self.config_benchmark = config.get("benchmark")
+        self.benchmark = args.benchmark or self.config_benchmark or repository_settings().get("benchmark")
         self.submission = args.submission or config.get("submission", "engine")
         self.mode = args.mode or config.get("mode", "public")
         self.tier = args.tier or config.get("tier")
@@ -340,7 +377,7 @@ class Loop:
         self.journal = Journal(args.journal or os.path.join(AGENT_DIR, "journal.jsonl"))
         self.poll = float(os.environ.get("DRYFT_POLL_SECONDS", "2"))
         if not self.benchmark:
-            raise LoopError("no benchmark: set it in agent/config.json or pass --benchmark")
+            raise LoopError("no benchmark: dryft.json at the repository root names it (or pass --benchmark)")
         if self.mode == "official" and not args.yes:
             raise LoopError("official runs count and are limited per day: pass --yes to let the loop start them (public runs are the default)")
         self.hub = None
@@ -348,7 +385,7 @@ class Loop:
             token = os.environ.get("DRYFT_TOKEN", "").strip()
             if not token:
                 raise LoopError('DRYFT_TOKEN is not set. A team owner or admin creates a token under API tokens; then export DRYFT_TOKEN="dryft_pat_..." in this terminal (never in a file in this repository).')
-            self.hub = Hub(args.api_url or os.environ.get("DRYFT_API_URL") or "http://localhost:3000", token, retries=args.retries)
+            self.hub = Hub(resolve_hub(args.api_url)[0], token, retries=args.retries)
 
     # candidate trees -----------------------------------------------------------------------
 
@@ -500,6 +537,9 @@ class Loop:
 
     def run(self) -> int:
         os.makedirs(self.work, exist_ok=True)
+        where = "--benchmark" if self.args.benchmark else "agent/config.json" if self.config_benchmark else "dryft.json"
+        hub = "no hub (--dry-run)" if self.hub is None else "hub {} (from {})".format(*resolve_hub(self.args.api_url))
+        say(f"benchmark {self.benchmark} (from {where}), {self.mode} runs, {hub}")
         self._trees = {}
         start = self.current()
         self._trees[tree_sha256(start)] = start
@@ -544,7 +584,7 @@ class Loop:
             try:
                 record = self.submit_and_follow(name, source, files, tree, filename, data)
             except HubError as err:
-                say(f"{name}: the hub refused it: {err.message}")
+                say(f"{name}: the hub {self.hub.url} refused it: {err.message}")
                 self.journal.append({"phase": "refused", "benchmark": self.benchmark, "mode": self.mode, "variant": name, "source": source, "treeSha256": tree, "reason": f"{err.code}: {err.message}"})
                 if err.status in (403, 429):  # closed or out of runs for today: stop, do not burn the rest
                     return 1
@@ -579,13 +619,13 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=3, help="how many candidates to submit (default 3)")
     parser.add_argument("--propose", metavar="CMD", help="shell command that edits a copy of the best tree in place ({dir} or $DRYFT_CANDIDATE_DIR); run once per iteration")
     parser.add_argument("--apply", action="store_true", help="at the end, write the best variant into the engine folder")
-    parser.add_argument("--benchmark", help="benchmark id (default: agent/config.json)")
+    parser.add_argument("--benchmark", help="benchmark id (default: dryft.json at the repository root)")
     parser.add_argument("--submission", help="what is submitted, relative to the repository: a folder (engine) or a file (submission.py)")
     parser.add_argument("--mode", choices=["public", "official"], help="run mode (default public)")
     parser.add_argument("--yes", action="store_true", help="allow official runs")
     parser.add_argument("--tier")
     parser.add_argument("--dataset")
-    parser.add_argument("--api-url", help="the hub (default $DRYFT_API_URL or http://localhost:3000)")
+    parser.add_argument("--api-url", help="the hub (default: $DRYFT_API_URL, else the hub recorded by install-dryft in bin/dryft-hub.txt, else http://localhost:3000)")
     parser.add_argument("--journal", help="JSONL journal (default agent/journal.jsonl, git-ignored)")
     parser.add_argument("--run-timeout", type=float, default=3600.0, help="seconds to follow one run (default 3600)")
     parser.add_argument("--retries", type=int, default=4, help="retries per HTTP request on network errors and 5xx")
@@ -603,7 +643,8 @@ def main(argv=None) -> int:
     try:
         return Loop(args, config).run()
     except LoopError as err:
-        print(f"research: {err}", file=sys.stderr)
+        hub, source = resolve_hub(args.api_url)
+        print(f"research: {err}\nresearch: hub {hub} (from {source})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("research: interrupted; the journal keeps what finished, and a pending run is resumed next time", file=sys.stderr)

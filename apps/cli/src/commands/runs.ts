@@ -18,7 +18,17 @@ import type { Context } from '../context';
 import { CliError, EXIT } from '../errors';
 import { ApiClient, ApiError } from '../http';
 import { isTerminal, LogFollower, waitForRun } from '../live';
-import { bar, formatDuration, formatScore, formatScoreInterval, shortTime, statusColour } from '../output';
+import {
+  bar,
+  evenlySpaced,
+  formatDuration,
+  formatNumber,
+  formatScore,
+  formatScoreInterval,
+  shortTime,
+  sparkline,
+  statusColour,
+} from '../output';
 
 export function notFoundHint(err: unknown, what: 'submission' | 'run', id: string): never {
   if (err instanceof ApiError && err.status === 404) {
@@ -90,6 +100,28 @@ export interface RunRequest {
   yes?: boolean;
 }
 
+/** Today's standing in one daily-limit bucket (the tier, else the mode); undefined on a hub without /api/quota. */
+export async function fetchQuota(
+  api: ApiClient,
+  benchmarkId: string,
+  bucket: string,
+): Promise<QuotaView | undefined> {
+  try {
+    const quotas = await api.call(QuotaView.array().or(QuotaView), '/api/quota', {
+      query: { benchmark: benchmarkId },
+    });
+    return (Array.isArray(quotas) ? quotas : [quotas]).find((x) => x.bucket === bucket);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/** " You have 2 of 3 left today (UTC)." or "" when the bucket has no limit. */
+export function quotaLeftText(q: QuotaView | undefined): string {
+  return q && q.limit !== null ? ` You have ${q.remaining} of ${q.limit} left today (UTC).` : '';
+}
+
 /** Asks before an official run (or refuses without a TTY and without --yes). */
 export async function confirmRun(ctx: Context, api: ApiClient, r: RunRequest): Promise<void> {
   if (r.mode !== 'official' || r.yes) return;
@@ -102,13 +134,7 @@ export async function confirmRun(ctx: Context, api: ApiClient, r: RunRequest): P
   }
   let quotaText = '';
   try {
-    const quotas = await api.call(QuotaView.array().or(QuotaView), '/api/quota', {
-      query: { benchmark: r.benchmark.id },
-    });
-    const list = Array.isArray(quotas) ? quotas : [quotas];
-    const q =
-      list.find((x) => x.bucket === (r.tier ?? 'official')) ?? list.find((x) => x.bucket === 'official');
-    if (q && q.limit !== null) quotaText = ` You have ${q.remaining} of ${q.limit} left today (UTC).`;
+    quotaText = quotaLeftText(await fetchQuota(api, r.benchmark.id, r.tier ?? 'official'));
   } catch {
     /* the quota is a courtesy in the question; the server enforces it */
   }
@@ -300,8 +326,9 @@ export async function runsCmd(
   if (opts.status && !RunStatus.safeParse(opts.status).success) {
     throw new CliError(EXIT.badInput, `--status is one of: ${RunStatus.options.join(', ')}.`);
   }
+  const benchmark = opts.benchmark === 'all' ? undefined : await ctx.benchmarkId(opts.benchmark);
   const page = await api.call(Paginated(RunView), '/api/runs', {
-    query: { benchmark: opts.benchmark, status: opts.status, limit: opts.limit ?? 20, cursor: opts.cursor },
+    query: { benchmark, status: opts.status, limit: opts.limit ?? 20, cursor: opts.cursor },
   });
   if (ctx.json) {
     ctx.out.data(page);
@@ -464,6 +491,8 @@ export async function resultCmd(
       ]),
     );
   }
+  printCurves(ctx, result.curve ?? []);
+  printSamples(ctx, result.samples);
   const metrics = Object.entries(result.metrics);
   if (metrics.length) {
     ctx.out.line('');
@@ -473,6 +502,54 @@ export async function resultCmd(
     );
   }
   return exitForRun(result.run);
+}
+
+/** Training: each progress metric (loss, accuracy…) as a one-line chart and a few of its points. */
+function printCurves(ctx: Context, curve: NonNullable<RunResultView['curve']>): void {
+  const byName = new Map<string, typeof curve>();
+  for (const p of curve) byName.set(p.name, [...(byName.get(p.name) ?? []), p]);
+  for (const [name, points] of byName) {
+    const first = points[0];
+    const last = points[points.length - 1];
+    ctx.out.line('');
+    ctx.out.line(
+      `${ctx.out.paint('bold', name)} over ${points.length} point(s), steps ${first.step}–${last.step}: ${formatNumber(first.value)} → ${formatNumber(last.value)}`,
+    );
+    ctx.out.line(`  ${sparkline(points.map((p) => p.value))}`);
+    ctx.out.table(
+      ['STEP', name.toUpperCase(), 'ELAPSED'],
+      evenlySpaced(points, 8).map((p) => [
+        String(p.step),
+        formatNumber(p.value),
+        formatDuration(p.elapsedMs / 1000),
+      ]),
+    );
+  }
+}
+
+/** Decode: every timed sample, with a bar of its total time against the slowest one of its workload. */
+function printSamples(ctx: Context, samples: RunResultView['samples']): void {
+  const timed = samples.filter((s) => !s.warmup);
+  if (timed.length === 0) return;
+  const slowest = new Map<string, number>();
+  for (const s of timed) slowest.set(s.workload, Math.max(slowest.get(s.workload) ?? 0, s.totalMs));
+  const n = (v: number | null, d: number) => (v === null ? '-' : v.toFixed(d));
+  ctx.out.line('');
+  ctx.out.line(
+    `${ctx.out.paint('bold', 'Timed samples')} (${samples.length - timed.length} warm-up sample(s) not shown)`,
+  );
+  ctx.out.table(
+    ['WORKLOAD', '#', 'TOTAL ms', 'TTFT ms', 'TPOT ms', 'TPS', ''],
+    timed.map((s) => [
+      s.workload,
+      String(s.index),
+      n(s.totalMs, 1),
+      n(s.ttftMs, 2),
+      n(s.tpotMs, 3),
+      n(s.tps, 1),
+      bar(s.totalMs / (slowest.get(s.workload) || 1), 16),
+    ]),
+  );
 }
 
 /** `dryft rank RUN_ID` */

@@ -5,7 +5,14 @@ import { ApiClient, multipart, NetworkError, sleep } from '../http';
 import { checkLocal, detectKind } from '../local';
 import { bar, formatBytes, shortTime } from '../output';
 import { printVerdicts } from './local';
-import { checkTierAndDataset, getBenchmark, parseSeconds, startAndReport } from './runs';
+import {
+  checkTierAndDataset,
+  fetchQuota,
+  getBenchmark,
+  parseSeconds,
+  quotaLeftText,
+  startAndReport,
+} from './runs';
 
 export const DEFAULT_ARCHIVE_BENCHMARK = 'qwen3-4b-decode';
 export const DEFAULT_FILE_BENCHMARK = 'deep-recurrence';
@@ -77,8 +84,12 @@ export async function submitCmd(
   opts: { benchmark?: string; tier?: string; dataset?: string; mode?: string; wait?: string; yes?: boolean },
 ): Promise<number> {
   const kind = await detectKind(target);
-  const benchmarkId =
-    opts.benchmark ?? (kind === 'file' ? DEFAULT_FILE_BENCHMARK : DEFAULT_ARCHIVE_BENCHMARK);
+  const benchmarkId = (await ctx.benchmarkId(
+    opts.benchmark,
+    kind === 'file'
+      ? { id: DEFAULT_FILE_BENCHMARK, why: 'the default for a submission.py' }
+      : { id: DEFAULT_ARCHIVE_BENCHMARK, why: 'the default for an engine folder or archive' },
+  ))!;
   const wait = opts.wait !== undefined ? parseSeconds(opts.wait, '--wait') : undefined;
   // Offline first: a folder that the hub would refuse never leaves the machine.
   const check = await checkLocal(target, kind);
@@ -131,6 +142,21 @@ export async function submitCmd(
       'Uploading an engine does not start a run: submit first, then `dryft run SUBMISSION_ID --mode public|official [--wait SECONDS]`.',
     );
   }
+  // A run would be refused by today's limit: say so before the bytes leave the machine.
+  let quotaText = '';
+  if (runPlan) {
+    const bucket = runPlan.tier ?? runPlan.mode;
+    const quota = await fetchQuota(api, benchmark.id, bucket);
+    if (quota && quota.limit !== null && quota.remaining !== null && quota.remaining <= 0) {
+      throw new CliError(
+        EXIT.badInput,
+        `Today's limit of ${quota.limit} ${bucket} run(s) on ${benchmark.id} is used up, so nothing was uploaded. It resets at ${shortTime(quota.resetsAt)} UTC; until then try a practice tier (\`dryft runs\` shows today's runs).`,
+        'daily_limit_reached',
+        quota,
+      );
+    }
+    quotaText = quotaLeftText(quota);
+  }
   if (runPlan?.mode === 'official' && !opts.yes && !ctx.interactive) {
     throw new CliError(
       EXIT.badInput,
@@ -140,7 +166,7 @@ export async function submitCmd(
   }
   if (runPlan?.mode === 'official' && !opts.yes) {
     const ok = await ctx.confirm(
-      `Upload ${target} and start an OFFICIAL ${runPlan.tier} run on ${benchmark.title}? It counts for the ranking and the daily limit.`,
+      `Upload ${target} and start an OFFICIAL ${runPlan.tier} run on ${benchmark.title}? It counts for the ranking and the daily limit.${quotaText}`,
     );
     if (!ok) throw new CliError(EXIT.badInput, 'Not submitted.', 'not_confirmed');
   }
@@ -168,8 +194,9 @@ export async function submissionsCmd(
   opts: { benchmark?: string; limit?: string; cursor?: string },
 ): Promise<number> {
   const { api } = await ctx.api();
+  const benchmark = opts.benchmark === 'all' ? undefined : await ctx.benchmarkId(opts.benchmark);
   const page = await api.call(Paginated(SubmissionView), '/api/submissions', {
-    query: { benchmark: opts.benchmark, limit: opts.limit ?? 20, cursor: opts.cursor },
+    query: { benchmark, limit: opts.limit ?? 20, cursor: opts.cursor },
   });
   if (ctx.json) {
     ctx.out.data(page);
