@@ -16,6 +16,7 @@ import { AgentsModule } from './agents/agents.module';
 import { LiveModule } from './live/live.module';
 import { GithubModule } from './github/github.module';
 import { CliModule } from './cli/cli.module';
+import { AuditModule } from './audit/audit.module';
 
 @Module({})
 export class AppModule {
@@ -24,6 +25,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(deps),
+        AuditModule,
         UsersModule,
         BenchmarksModule,
         TeamsModule,
