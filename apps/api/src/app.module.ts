@@ -17,6 +17,8 @@ import { LiveModule } from './live/live.module';
 import { GithubModule } from './github/github.module';
 import { CliModule } from './cli/cli.module';
 import { AuditModule } from './audit/audit.module';
+import { BanPolicyModule } from './bans/ban-policy.module';
+import { BansModule } from './bans/bans.module';
 
 @Module({})
 export class AppModule {
@@ -26,6 +28,7 @@ export class AppModule {
       imports: [
         CoreModule.forRoot(deps),
         AuditModule,
+        BanPolicyModule,
         UsersModule,
         BenchmarksModule,
         TeamsModule,
@@ -38,6 +41,7 @@ export class AppModule {
         LiveModule,
         CliModule,
         GithubModule,
+        BansModule,
       ],
       controllers: [HealthController],
       providers: [

@@ -28,6 +28,14 @@ export interface DomainEvents {
   /** A run reached a final state; its slot (if it had one) is free. */
   'run.finished': { runId: string; agentId: string | null; slot: number | null };
   'leaderboard.changed': { benchmarkId: string };
+  /** An organizer banned a user or a team (benchmark null: hub-wide); their unstarted runs are canceled. */
+  'ban.created': {
+    banId: string;
+    userId: string | null;
+    teamId: string | null;
+    benchmarkId: string | null;
+    reason: string;
+  };
 }
 
 type Handler<K extends keyof DomainEvents> = (payload: DomainEvents[K]) => void | Promise<void>;
