@@ -19,6 +19,7 @@ import { CliModule } from './cli/cli.module';
 import { AuditModule } from './audit/audit.module';
 import { BanPolicyModule } from './bans/ban-policy.module';
 import { BansModule } from './bans/bans.module';
+import { OrganizerModule } from './organizer/organizer.module';
 
 @Module({})
 export class AppModule {
@@ -42,6 +43,7 @@ export class AppModule {
         CliModule,
         GithubModule,
         BansModule,
+        OrganizerModule,
       ],
       controllers: [HealthController],
       providers: [

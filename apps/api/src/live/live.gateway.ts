@@ -176,7 +176,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.on(socket, 'run.join', async ({ runId, afterSeq }) => {
       if (!principal) return needSignIn();
       const run = await this.runsRepo.findById(runId).catch(() => null);
-      if (!run || !(await this.isMember(principal, run.teamId))) {
+      const organizer = principal.isAdmin && principal.via === 'session';
+      if (!run || !(organizer || (await this.isMember(principal, run.teamId)))) {
         return refusal(
           'run_not_found',
           `No run ${runId} in your team; runs and their logs are visible to their team only.`,
