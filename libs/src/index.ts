@@ -10,3 +10,4 @@ export * from './rest/runs';
 export * from './protocol/agents';
 export * from './protocol/live';
 export * from './rest/github';
+export * from './rest/organizer';

@@ -16,6 +16,10 @@ import { AgentsModule } from './agents/agents.module';
 import { LiveModule } from './live/live.module';
 import { GithubModule } from './github/github.module';
 import { CliModule } from './cli/cli.module';
+import { AuditModule } from './audit/audit.module';
+import { BanPolicyModule } from './bans/ban-policy.module';
+import { BansModule } from './bans/bans.module';
+import { OrganizerModule } from './organizer/organizer.module';
 
 @Module({})
 export class AppModule {
@@ -24,6 +28,8 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(deps),
+        AuditModule,
+        BanPolicyModule,
         UsersModule,
         BenchmarksModule,
         TeamsModule,
@@ -36,6 +42,8 @@ export class AppModule {
         LiveModule,
         CliModule,
         GithubModule,
+        BansModule,
+        OrganizerModule,
       ],
       controllers: [HealthController],
       providers: [

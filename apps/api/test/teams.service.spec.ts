@@ -1,3 +1,4 @@
+import type { BanPolicy } from '../src/bans/ban-policy';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BenchmarksService } from '../src/benchmarks/benchmarks.service';
 import { AppError } from '../src/common/errors';
@@ -29,7 +30,8 @@ function setup(members: MembershipEntity[], team = aTeam()) {
   } as unknown as UsersService;
   const benchmarks = { anyOpenForSubmissions: vi.fn(async () => true) } as unknown as BenchmarksService;
   const bus = new EventBus();
-  const service = new TeamsService(repo as unknown as TeamsRepository, users, benchmarks, bus);
+  const bans = { assertCanJoinTeams: vi.fn(async () => undefined) } as unknown as BanPolicy;
+  const service = new TeamsService(repo as unknown as TeamsRepository, users, benchmarks, bus, bans);
   return { service, repo, bus, team, benchmarks };
 }
 

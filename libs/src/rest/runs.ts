@@ -83,6 +83,9 @@ export const RunView = z.object({
   rulesVersion: z.number().int(),
   invalidated: z.boolean(),
   invalidatedReason: z.string().nullable(),
+  /** An organizer took this result off the leaderboard (reversible); the reason is shown to everyone. */
+  disqualifiedAt: z.string().nullable().optional(),
+  disqualifiedReason: z.string().nullable().optional(),
   agentName: z.string().nullable(),
   createdAt: z.string(),
   assignedAt: z.string().nullable(),
@@ -222,6 +225,18 @@ export const TeamPageView = z.object({
       rulesVersion: z.number().int(),
     }),
   ),
+  /** Results an organizer disqualified, with the reason (they no longer count). */
+  disqualified: z
+    .array(
+      z.object({
+        benchmarkId: z.string(),
+        score: z.number().nullable(),
+        runId: z.string(),
+        reason: z.string(),
+        disqualifiedAt: z.string(),
+      }),
+    )
+    .optional(),
   places: z.array(z.object({ benchmarkId: z.string(), rank: z.number().int(), score: z.number() })),
 });
 export type TeamPageView = z.infer<typeof TeamPageView>;

@@ -7,12 +7,14 @@ import {
   HttpCode,
   Param,
   Post,
+  Query,
   Res,
   UseGuards,
 } from '@nestjs/common';
 import type { AgentView, CreatedAgentView } from '@dryft/libs';
 import type { Response } from 'express';
 import { z } from 'zod';
+import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
 import { gone } from './errors';
 import { CurrentPrincipal, Principal, Public } from '../common/principal';
@@ -34,6 +36,7 @@ export class AgentsController {
     private readonly gateway: AgentsGateway,
     private readonly repo: AgentsRepository,
     private readonly artifacts: ArtifactStore,
+    private readonly audit: AuditService,
   ) {}
 
   @UseGuards(AdminGuard)
@@ -45,31 +48,55 @@ export class AgentsController {
   /** The only response that ever contains the agent's token. */
   @UseGuards(AdminGuard)
   @Post('api/admin/agents')
-  create(
+  async create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateAgentDto,
   ): Promise<z.infer<typeof CreatedAgentView>> {
-    return this.agents.create(principal, body.name);
+    const created = await this.agents.create(principal, body.name);
+    await this.audit.record(principal, {
+      action: 'agent.create',
+      target: { kind: 'agent', id: created.id },
+      details: { name: created.name },
+    });
+    return created;
   }
 
   @UseGuards(AdminGuard)
   @Post('api/admin/agents/:id/drain')
   @HttpCode(200)
   async drain(
+    @CurrentPrincipal() principal: Principal,
     @Param('id', new UuidParam('agent')) id: string,
     @Body() body: DrainAgentDto,
+    @Query('reason') reason?: string,
   ): Promise<AgentView> {
     const view = await this.agents.setDraining(id, body.draining);
     this.gateway.drain(id, body.draining);
+    await this.audit.record(principal, {
+      action: 'agent.drain',
+      target: { kind: 'agent', id },
+      reason: reason?.trim() || null,
+      details: { name: view.name, draining: body.draining },
+    });
     return view;
   }
 
   /** Revoke: the token stops working at once, the agent is disconnected, its runs fail as infra_error. */
   @UseGuards(AdminGuard)
   @Delete('api/admin/agents/:id')
-  async revoke(@Param('id', new UuidParam('agent')) id: string): Promise<AgentView> {
+  async revoke(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('agent')) id: string,
+    @Query('reason') reason?: string,
+  ): Promise<AgentView> {
     const { agent, runIds } = await this.agents.revoke(id);
     await this.gateway.revoke(id, runIds);
+    await this.audit.record(principal, {
+      action: 'agent.revoke',
+      target: { kind: 'agent', id },
+      reason: reason?.trim() || null,
+      details: { name: agent.name, failedRuns: runIds },
+    });
     return { ...agent, currentRuns: [], busySlots: 0 };
   }
 

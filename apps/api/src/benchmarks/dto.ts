@@ -12,10 +12,12 @@ export const UpdateBenchmarkBody = z
       .max(7 * 24 * 3600)
       .optional(),
     announcement: z.string().max(2000).nullable().optional(),
+    /** Why (optional): recorded in the audit log with the change. */
+    reason: z.string().trim().max(1000).optional(),
   })
   .strict()
   .refine(
-    (b) => Object.keys(b).length > 0,
+    (b) => Object.keys(b).filter((k) => k !== 'reason').length > 0,
     'send at least one of submissionsOpen, evaluationsOpen, runTimeLimitSeconds, announcement',
   );
 

@@ -35,6 +35,14 @@ export interface DomainEvents {
   'access.lost':
     | { reason: 'token_revoked'; tokenId: string; teamId: string }
     | { reason: 'logged_out'; sessionHash: string; userId: string };
+  /** An organizer banned a user or a team (benchmark null: hub-wide); their unstarted runs are canceled. */
+  'ban.created': {
+    banId: string;
+    userId: string | null;
+    teamId: string | null;
+    benchmarkId: string | null;
+    reason: string;
+  };
 }
 
 type Handler<K extends keyof DomainEvents> = (payload: DomainEvents[K]) => void | Promise<void>;

@@ -14,6 +14,8 @@ import { IdempotencyKeyEntity } from '../runs/idempotency-key.entity';
 import { BaselineEntity } from '../runs/baseline.entity';
 import { AgentEntity } from '../agents/agent.entity';
 import { GITHUB_ENTITIES } from '../github/entities';
+import { AuditEntryEntity } from '../audit/audit-entry.entity';
+import { BanEntity } from '../bans/ban.entity';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [
@@ -33,4 +35,6 @@ export const ENTITIES = [
   BaselineEntity,
   AgentEntity,
   ...GITHUB_ENTITIES,
+  AuditEntryEntity,
+  BanEntity,
 ];

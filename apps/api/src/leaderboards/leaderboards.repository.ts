@@ -27,7 +27,7 @@ export interface RaiseRow {
  * ran on a ranked tier.
  */
 const ELIGIBLE = `benchmark_id = $1 AND rules_version = $2 AND mode = 'official' AND status = 'succeeded'
-  AND NOT invalidated AND score IS NOT NULL AND (cardinality($3::text[]) = 0 OR tier = ANY($3::text[]))`;
+  AND NOT invalidated AND disqualified_at IS NULL AND score IS NOT NULL AND (cardinality($3::text[]) = 0 OR tier = ANY($3::text[]))`;
 
 @Injectable()
 export class LeaderboardsRepository {
@@ -50,6 +50,21 @@ export class LeaderboardsRepository {
     );
   }
 
+  /** A team's disqualified official results under the benchmarks' current rules, newest first. */
+  disqualifiedForTeam(
+    teamId: string,
+    benchmarks: { id: string; rulesVersion: number }[],
+  ): Promise<{ benchmark_id: string; run_id: string; score: number | null; reason: string; at: Date }[]> {
+    if (benchmarks.length === 0) return Promise.resolve([]);
+    return this.dataSource.query(
+      `SELECT r.benchmark_id, r.id AS run_id, r.score, r.disqualified_reason AS reason, r.disqualified_at AS at
+         FROM runs r JOIN unnest($2::text[], $3::int[]) AS b(id, v) ON b.id = r.benchmark_id AND b.v = r.rules_version
+        WHERE r.team_id = $1 AND r.disqualified_at IS NOT NULL
+        ORDER BY r.disqualified_at DESC, r.id`,
+      [teamId, benchmarks.map((b) => b.id), benchmarks.map((b) => b.rulesVersion)],
+    );
+  }
+
   /** Every result that raised the team's best, oldest first (the team page's chart). */
   raisesForTeam(
     teamId: string,
@@ -61,7 +76,7 @@ export class LeaderboardsRepository {
       .query(
         `SELECT benchmark_id, id AS run_id, score, finished_at, rules_version, tier FROM runs
           WHERE team_id = $1 AND benchmark_id = ANY($2) AND mode = 'official' AND status = 'succeeded'
-            AND NOT invalidated AND score IS NOT NULL
+            AND NOT invalidated AND disqualified_at IS NULL AND score IS NOT NULL
           ORDER BY finished_at ASC, id ASC`,
         [teamId, ids],
       )

@@ -123,6 +123,7 @@ export class LeaderboardsService {
       return run.status === 'failed'
         ? `The run failed (${run.failureCode}); only runs that pass every check rank.`
         : `The run is ${run.status}; it ranks once it succeeds.`;
+    if (run.disqualifiedAt) return `Disqualified by an organizer: ${run.disqualifiedReason}.`;
     if (run.invalidated)
       return `Invalidated: ${run.invalidatedReason ?? 'the rules changed'}. Run again under the current rules.`;
     if (run.rulesVersion !== b.rulesVersion)
@@ -150,7 +151,11 @@ export class LeaderboardsService {
       const i = rows.findIndex((r) => r.holder === team.id);
       if (i >= 0) places.push({ benchmarkId: b.id, rank: i + 1, score: Number(rows[i].score) });
     }
-    if (places.length === 0) throw missing();
+    const disqualified = await this.boards.disqualifiedForTeam(
+      team.id,
+      benchmarks.map((b) => ({ id: b.id, rulesVersion: b.rulesVersion })),
+    );
+    if (places.length === 0 && disqualified.length === 0) throw missing();
     const raises = await this.boards.raisesForTeam(
       team.id,
       benchmarks.map((b) => ({ id: b.id, rulesVersion: b.rulesVersion, rankedTiers: rankedTiers(b) })),
@@ -167,6 +172,13 @@ export class LeaderboardsService {
         rulesVersion: r.rules_version,
       })),
       places,
+      disqualified: disqualified.map((d) => ({
+        benchmarkId: d.benchmark_id,
+        score: d.score === null ? null : Number(d.score),
+        runId: d.run_id,
+        reason: d.reason,
+        disqualifiedAt: new Date(d.at).toISOString(),
+      })),
     };
   }
 }

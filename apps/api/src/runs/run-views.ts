@@ -29,6 +29,8 @@ export function runView(
     rulesVersion: r.rulesVersion,
     invalidated: r.invalidated,
     invalidatedReason: r.invalidatedReason,
+    disqualifiedAt: iso(r.disqualifiedAt),
+    disqualifiedReason: r.disqualifiedReason,
     agentName: r.agentName,
     createdAt: r.createdAt.toISOString(),
     assignedAt: iso(r.assignedAt),

@@ -77,6 +77,16 @@ export class RunEntity {
   @Column({ name: 'invalidated_reason', type: 'text', nullable: true })
   invalidatedReason!: string | null;
 
+  /** Set by an organizer (reversible): the result no longer counts and the reason is shown. */
+  @Column({ name: 'disqualified_at', type: 'timestamptz', nullable: true })
+  disqualifiedAt!: Date | null;
+
+  @Column({ name: 'disqualified_reason', type: 'text', nullable: true })
+  disqualifiedReason!: string | null;
+
+  @Column({ name: 'disqualified_by', type: 'uuid', nullable: true })
+  disqualifiedBy!: string | null;
+
   @Column({ name: 'agent_id', type: 'uuid', nullable: true })
   agentId!: string | null;
 

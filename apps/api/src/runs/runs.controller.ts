@@ -13,6 +13,7 @@ import {
 } from '@nestjs/common';
 import type { Response } from 'express';
 import type { LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
+import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
 import { parseLimit } from '../common/cursor';
 import { badRequest } from '../common/errors';
@@ -29,6 +30,7 @@ export class RunsController {
     private readonly runs: RunsService,
     private readonly leaderboards: LeaderboardsService,
     private readonly repository: RunsRepository,
+    private readonly audit: AuditService,
   ) {}
 
   /** Starts a run; send an Idempotency-Key and reuse it when retrying an uncertain request. */
@@ -126,7 +128,20 @@ export class RunsController {
   /** Organizers: forget cached baselines so the next run measures the baseline again. */
   @UseGuards(AdminGuard)
   @Delete('api/admin/benchmarks/:id/baselines')
-  async remeasure(@Param('id') id: string, @Query('hardware') hardware?: string) {
-    return { deleted: await this.repository.deleteBaselines(id, hardware) };
+  async remeasure(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id') id: string,
+    @Query('hardware') hardware?: string,
+    @Query('reason') reason?: string,
+  ) {
+    const deleted = await this.repository.deleteBaselines(id, hardware);
+    await this.audit.record(principal, {
+      action: 'baseline.remeasure',
+      target: { kind: 'benchmark', id },
+      benchmarkId: id,
+      reason: reason?.trim() || null,
+      details: { hardware: hardware ?? null, deleted },
+    });
+    return { deleted };
   }
 }

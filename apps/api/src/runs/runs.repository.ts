@@ -110,6 +110,22 @@ export class RunsRepository extends TransactionalRepository {
     return rows.length ? this.findById(id) : null;
   }
 
+  /** Runs not started yet of a user or a team, on one benchmark or all (null). */
+  async unstartedOf(opts: {
+    userId: string | null;
+    teamId: string | null;
+    benchmarkId: string | null;
+  }): Promise<RunEntity[]> {
+    const qb = this.manager
+      .createQueryBuilder(RunEntity, 'r')
+      .where(`r.status IN ('queued', 'assigned')`)
+      .andWhere(opts.userId ? 'r.created_by = :who' : 'r.team_id = :who', {
+        who: opts.userId ?? opts.teamId,
+      });
+    if (opts.benchmarkId) qb.andWhere('r.benchmark_id = :b', { b: opts.benchmarkId });
+    return qb.orderBy('r.created_at', 'ASC').getMany();
+  }
+
   async activeRuns(): Promise<RunEntity[]> {
     return this.manager.find(RunEntity, { where: ACTIVE_STATUSES.map((status) => ({ status })) });
   }

@@ -12,6 +12,7 @@ import type {
 import { TERMINAL_STATUSES } from '@dryft/libs';
 import type { EntityManager } from 'typeorm';
 import type { z } from 'zod';
+import { BanPolicy } from '../bans/ban-policy';
 import { BenchmarksService, EffectiveBenchmark } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
 import { decodeCursor, encodeCursor } from '../common/cursor';
@@ -62,6 +63,7 @@ export class RunsService implements OnModuleInit {
     private readonly users: UsersService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
+    private readonly bans: BanPolicy,
   ) {}
 
   onModuleInit(): void {
@@ -75,6 +77,16 @@ export class RunsService implements OnModuleInit {
         `Rules changed to version ${rulesVersion}: ${reason}`,
       );
       this.bus.emit('leaderboard.changed', { benchmarkId });
+    });
+    this.bus.on('ban.created', async ({ userId, teamId, benchmarkId, reason }) => {
+      const runs = await this.runs.unstartedOf({ userId, teamId, benchmarkId });
+      const who = userId ? 'its author was' : 'the team was';
+      for (const run of runs)
+        await this.cancelRun(
+          run.id,
+          `Canceled before it started: ${who} banned by an organizer (${reason}).`,
+          `banned: ${reason}`,
+        );
     });
   }
 
@@ -174,6 +186,10 @@ export class RunsService implements OnModuleInit {
   ): Promise<CreateRunResponse> {
     const submission = (await this.submissions.findById(submissionId))!;
     const benchmark = await this.benchmarks.get(submission.benchmarkId);
+    await this.bans.assertCanAct(
+      { userId: actor.id, teamId: submission.teamId, benchmarkId: benchmark.id },
+      'start runs',
+    );
     if (!benchmark.evaluationsOpen) {
       throw forbidden(
         'evaluations_closed',
@@ -247,6 +263,8 @@ export class RunsService implements OnModuleInit {
     const missing = () =>
       notFound('run_not_found', `No run ${runId} in your team. Copy the Run ID beside the run's heading.`);
     if (!run) throw missing();
+    // Organizers signed in to the web read every run (the console's run page, logs included).
+    if (action === 'read' && principal.isAdmin && principal.via === 'session') return run;
     try {
       await this.teams.authorize(principal, run.teamId, action);
     } catch (err) {

@@ -9,6 +9,7 @@ import { encodeCursor, decodeCursor } from '../common/cursor';
 import { badRequest, forbidden, notFound, unprocessable } from '../common/errors';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
+import { BanPolicy } from '../bans/ban-policy';
 import { TeamsService } from '../teams/teams.service';
 import { UsersService } from '../users/users.service';
 import { ArtifactStore } from './artifact-store';
@@ -43,6 +44,7 @@ export class SubmissionsService {
     private readonly teams: TeamsService,
     private readonly users: UsersService,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly bans: BanPolicy,
   ) {}
 
   /** A browser or API upload. Uploading alone starts no run. */
@@ -78,6 +80,7 @@ export class SubmissionsService {
     bytes: Buffer,
     source: SubmissionSource,
   ): Promise<UploadResponse> {
+    await this.bans.assertCanAct({ userId, teamId, benchmarkId: benchmark.id }, 'upload submissions');
     if (!benchmark.submissionsOpen) {
       throw forbidden(
         'submissions_closed',

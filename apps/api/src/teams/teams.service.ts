@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { MemberView, Role, TeamDetail, TeamSummary } from '@dryft/libs';
+import { BanPolicy } from '../bans/ban-policy';
 import { EventBus } from '../common/event-bus';
 import { conflict, forbidden, notFound, badRequest } from '../common/errors';
 import type { Principal } from '../common/principal';
@@ -18,6 +19,7 @@ export class TeamsService {
     private readonly users: UsersService,
     private readonly benchmarks: BenchmarksService,
     private readonly bus: EventBus,
+    private readonly bans: BanPolicy,
   ) {}
 
   /**
@@ -68,6 +70,7 @@ export class TeamsService {
 
   async create(principal: Principal, name: string): Promise<TeamDetail> {
     this.requireSession(principal, 'create a team');
+    await this.bans.assertCanJoinTeams(principal.user.id, 'create a team');
     await this.requireSubmissionsOpen('Teams are created');
     const slug = await this.uniqueSlug(name);
     const team = await this.teams.transaction(async (tx) => {
@@ -88,6 +91,7 @@ export class TeamsService {
       );
     }
     await this.requireSubmissionsOpen('Teams are joined');
+    await this.bans.assertCanJoinTeams(principal.user.id, 'join a team');
     const team = await this.teams.findByInviteCode(code);
     if (!team) {
       throw notFound(

@@ -77,6 +77,10 @@ export class UsersService {
     return this.users.findById(id);
   }
 
+  findByLogin(login: string): Promise<UserEntity | null> {
+    return this.users.findByLogin(login);
+  }
+
   findByIds(ids: string[]): Promise<UserEntity[]> {
     return this.users.findByIds(ids);
   }

@@ -1,3 +1,4 @@
+import { OrganizerConsole1796041358443 } from './1796041358443-OrganizerConsole';
 import { ScoreInterval1796041522086 } from './1796041522086-ScoreInterval';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import type { MigrationInterface } from 'typeorm';
@@ -10,5 +11,6 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   RunsCore1796015525700,
   Agents1796015857416,
   GithubApp1796016798089,
+  OrganizerConsole1796041358443,
   ScoreInterval1796041522086,
 ];

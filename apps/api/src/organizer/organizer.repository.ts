@@ -1,0 +1,152 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { RunEntity } from '../runs/run.entity';
+
+/** A row of the official results export (snake_case as the database answers). */
+export interface ResultRow {
+  run_id: string;
+  team_id: string;
+  team_name: string;
+  team_slug: string;
+  created_by: string;
+  submitted_by: string;
+  score: number;
+  run_rules_version: number;
+  tier: string | null;
+  finished_at: Date;
+  submission_id: string;
+  sha256: string;
+  disqualified_reason: string | null;
+  members: string[] | null;
+  interval_low?: number | null;
+  interval_high?: number | null;
+}
+
+/**
+ * Where a score's 95 % interval may be stored on `runs`, depending on the hub's version: the first
+ * pair of columns that exists is read; with none, the export leaves the interval out.
+ */
+const INTERVAL_COLUMNS: [string, string][] = [
+  ['score_low', 'score_high'],
+  ['score_ci_low', 'score_ci_high'],
+  ['interval_low', 'interval_high'],
+  ['score_interval_low', 'score_interval_high'],
+];
+
+@Injectable()
+export class OrganizerRepository {
+  private intervalColumns: Promise<[string, string] | null> | undefined;
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Marks an official, succeeded, scored result disqualified; null when it is not one or already is. */
+  async disqualify(runId: string, by: string, reason: string, at: Date): Promise<RunEntity | null> {
+    const res = await this.dataSource
+      .createQueryBuilder()
+      .update(RunEntity)
+      .set({ disqualifiedAt: at, disqualifiedBy: by, disqualifiedReason: reason })
+      .where(`id = :runId AND disqualified_at IS NULL AND mode = 'official' AND status = 'succeeded'`, {
+        runId,
+      })
+      .execute();
+    return res.affected ? this.dataSource.getRepository(RunEntity).findOneBy({ id: runId }) : null;
+  }
+
+  async requalify(runId: string): Promise<RunEntity | null> {
+    const res = await this.dataSource
+      .createQueryBuilder()
+      .update(RunEntity)
+      .set({ disqualifiedAt: null, disqualifiedBy: null, disqualifiedReason: null })
+      .where('id = :runId AND disqualified_at IS NOT NULL', { runId })
+      .execute();
+    return res.affected ? this.dataSource.getRepository(RunEntity).findOneBy({ id: runId }) : null;
+  }
+
+  findRun(runId: string): Promise<RunEntity | null> {
+    return this.dataSource.getRepository(RunEntity).findOneBy({ id: runId });
+  }
+
+  /** Every run across teams, newest first, filtered as the organizer asks. */
+  listRuns(opts: {
+    benchmarkId?: string;
+    status?: string;
+    failureCode?: string;
+    teamId?: string;
+    since?: Date;
+    until?: Date;
+    id?: string;
+    before?: { createdAt: Date; id: string };
+    limit: number;
+  }): Promise<RunEntity[]> {
+    const qb = this.dataSource.getRepository(RunEntity).createQueryBuilder('r');
+    if (opts.benchmarkId) qb.andWhere('r.benchmark_id = :b', { b: opts.benchmarkId });
+    if (opts.status) qb.andWhere('r.status = :s', { s: opts.status });
+    if (opts.failureCode) qb.andWhere('r.failure_code = :f', { f: opts.failureCode });
+    if (opts.teamId) qb.andWhere('r.team_id = :t', { t: opts.teamId });
+    if (opts.since) qb.andWhere('r.created_at >= :since', { since: opts.since });
+    if (opts.until) qb.andWhere('r.created_at < :until', { until: opts.until });
+    if (opts.id) qb.andWhere('(r.id = :id OR r.submission_id = :id)', { id: opts.id });
+    if (opts.before)
+      qb.andWhere('(r.created_at, r.id) < (:c, :i)', { c: opts.before.createdAt, i: opts.before.id });
+    return qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(opts.limit).getMany();
+  }
+
+  /** Team name and slug, and each submission's sha256, for a page of runs. */
+  async runContext(
+    runs: RunEntity[],
+  ): Promise<{ teams: Map<string, { name: string; slug: string }>; sha: Map<string, string> }> {
+    const teams: { id: string; name: string; slug: string }[] = await this.dataSource.query(
+      'SELECT id, name, slug FROM teams WHERE id = ANY($1)',
+      [[...new Set(runs.map((r) => r.teamId))]],
+    );
+    const subs: { id: string; sha256: string }[] = await this.dataSource.query(
+      'SELECT id, sha256 FROM submissions WHERE id = ANY($1)',
+      [[...new Set(runs.map((r) => r.submissionId))]],
+    );
+    return {
+      teams: new Map(teams.map((t) => [t.id, { name: t.name, slug: t.slug }])),
+      sha: new Map(subs.map((s) => [s.id, s.sha256])),
+    };
+  }
+
+  /**
+   * Every official scored result of a benchmark under a rules version (disqualified ones included and
+   * marked), with team, members, submitter and the submission's sha256; best first.
+   */
+  async officialResults(
+    benchmarkId: string,
+    rulesVersion: number,
+    rankedTiers: string[],
+  ): Promise<ResultRow[]> {
+    const interval = await this.intervalPair();
+    const extra = interval ? `, r.${interval[0]} AS interval_low, r.${interval[1]} AS interval_high` : '';
+    return this.dataSource.query(
+      `SELECT r.id AS run_id, r.team_id, t.name AS team_name, t.slug AS team_slug, r.created_by,
+              u.login AS submitted_by, r.score, r.rules_version AS run_rules_version, r.tier, r.finished_at,
+              r.submission_id, s.sha256, r.disqualified_reason,
+              (SELECT array_agg(mu.login ORDER BY m.joined_at) FROM memberships m JOIN users mu ON mu.id = m.user_id
+                WHERE m.team_id = r.team_id) AS members${extra}
+         FROM runs r
+         JOIN teams t ON t.id = r.team_id
+         JOIN users u ON u.id = r.created_by
+         JOIN submissions s ON s.id = r.submission_id
+        WHERE r.benchmark_id = $1 AND r.rules_version = $2 AND r.mode = 'official' AND r.status = 'succeeded'
+          AND NOT r.invalidated AND r.score IS NOT NULL
+          AND (cardinality($3::text[]) = 0 OR r.tier = ANY($3::text[]))
+        ORDER BY r.score DESC, r.finished_at ASC, r.id ASC`,
+      [benchmarkId, rulesVersion, rankedTiers],
+    );
+  }
+
+  private intervalPair(): Promise<[string, string] | null> {
+    this.intervalColumns ??= this.dataSource
+      .query(
+        `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs'`,
+      )
+      .then((rows: { column_name: string }[]) => {
+        const names = new Set(rows.map((r) => r.column_name));
+        return INTERVAL_COLUMNS.find(([lo, hi]) => names.has(lo) && names.has(hi)) ?? null;
+      });
+    return this.intervalColumns;
+  }
+}

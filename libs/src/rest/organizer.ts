@@ -1,0 +1,155 @@
+import { z } from 'zod';
+import { FailureCode } from '../harness/events';
+import { RunStatus, RunView } from './runs';
+
+/** REST bodies of the organizer's console: audit log, bans, disqualifications, all-runs view, export. */
+
+/** Why an organizer did something; recorded in the audit log and shown where it applies. */
+const Reason = z
+  .string()
+  .trim()
+  .min(3, 'say why in a few words (at least 3 characters); it is recorded in the audit log')
+  .max(1000, 'at most 1000 characters');
+
+export const AuditAction = z.enum([
+  'benchmark.open_submissions',
+  'benchmark.close_submissions',
+  'benchmark.open_evaluations',
+  'benchmark.close_evaluations',
+  'benchmark.run_time_limit',
+  'benchmark.announcement',
+  'benchmark.rules_bump',
+  'baseline.remeasure',
+  'agent.create',
+  'agent.drain',
+  'agent.revoke',
+  'ban.create',
+  'ban.lift',
+  'run.disqualify',
+  'run.requalify',
+]);
+export type AuditAction = z.infer<typeof AuditAction>;
+
+export const AuditEntryView = z.object({
+  id: z.string(),
+  at: z.string(),
+  actor: z.object({ id: z.string(), login: z.string() }),
+  action: AuditAction,
+  /** What it was done to: a benchmark id, an agent, a ban, a run. */
+  target: z.object({ kind: z.enum(['benchmark', 'agent', 'ban', 'run']), id: z.string() }),
+  benchmarkId: z.string().nullable(),
+  reason: z.string().nullable(),
+  /** The values set (before → after where it applies). */
+  details: z.record(z.string(), z.unknown()),
+});
+export type AuditEntryView = z.infer<typeof AuditEntryView>;
+
+export const BanSubject = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('user'), login: z.string() }),
+  z.object({ kind: z.literal('team'), slug: z.string(), name: z.string().optional() }),
+]);
+export type BanSubject = z.infer<typeof BanSubject>;
+
+export const CreateBanBody = z
+  .object({
+    /** Exactly one of user (a GitHub login) or team (a team slug). */
+    user: z.string().trim().min(1).optional(),
+    team: z.string().trim().min(1).optional(),
+    /** A benchmark id, or omit (or null) for a hub-wide ban. */
+    benchmarkId: z.string().min(1).nullable().optional(),
+    reason: Reason,
+    /** When the ban ends (ISO 8601, in the future); omit for a ban without end. */
+    endsAt: z
+      .string()
+      .datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-01T00:00:00Z' })
+      .optional(),
+  })
+  .strict()
+  .refine((b) => (b.user === undefined) !== (b.team === undefined), {
+    message: 'send exactly one of "user" (a login) or "team" (a team slug)',
+  });
+export type CreateBanBody = z.infer<typeof CreateBanBody>;
+
+export const LiftBody = z.object({ reason: Reason }).strict();
+
+export const BanView = z.object({
+  id: z.string(),
+  subject: BanSubject,
+  /** null: every benchmark on the hub. */
+  benchmarkId: z.string().nullable(),
+  reason: z.string(),
+  endsAt: z.string().nullable(),
+  createdAt: z.string(),
+  createdBy: z.string(),
+  liftedAt: z.string().nullable(),
+  liftedBy: z.string().nullable(),
+  liftReason: z.string().nullable(),
+  /** In force now: not lifted and not past its end. */
+  active: z.boolean(),
+});
+export type BanView = z.infer<typeof BanView>;
+
+/** What a banned participant sees about their own bans. */
+export const MyBanView = z.object({
+  subject: BanSubject,
+  benchmarkId: z.string().nullable(),
+  reason: z.string(),
+  endsAt: z.string().nullable(),
+});
+export type MyBanView = z.infer<typeof MyBanView>;
+
+export const DisqualifyBody = z.object({ reason: Reason }).strict();
+
+export const AdminRunView = RunView.extend({
+  teamName: z.string(),
+  teamSlug: z.string(),
+  submissionSha256: z.string(),
+});
+export type AdminRunView = z.infer<typeof AdminRunView>;
+
+export const AdminRunsQuery = z
+  .object({
+    benchmark: z.string().optional(),
+    status: RunStatus.optional(),
+    failureCode: FailureCode.optional(),
+    /** A team slug. */
+    team: z.string().optional(),
+    /** Created at or after / before (ISO 8601). */
+    since: z.string().datetime({ offset: true }).optional(),
+    until: z.string().datetime({ offset: true }).optional(),
+    /** A run id or a submission id (full UUID). */
+    q: z.string().uuid('a run id or a submission id (a full UUID)').optional(),
+    cursor: z.string().optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+export type AdminRunsQuery = z.infer<typeof AdminRunsQuery>;
+
+export const ExportQuery = z
+  .object({
+    format: z.enum(['json', 'csv']).default('json'),
+    /** The leaderboard (each holder's best) or every official result under the current rules. */
+    what: z.enum(['leaderboard', 'results']).default('results'),
+  })
+  .strict();
+
+export const ExportRow = z.object({
+  rank: z.number().int().nullable(),
+  team: z.string(),
+  teamSlug: z.string(),
+  members: z.array(z.string()),
+  submittedBy: z.string(),
+  score: z.number(),
+  /** 95 % interval of the score, when the hub measured one. */
+  intervalLow: z.number().nullable().optional(),
+  intervalHigh: z.number().nullable().optional(),
+  runId: z.string(),
+  submissionId: z.string(),
+  submissionSha256: z.string(),
+  rulesVersion: z.number().int(),
+  tier: z.string().nullable(),
+  finishedAt: z.string(),
+  disqualified: z.boolean(),
+  disqualifiedReason: z.string().nullable(),
+});
+export type ExportRow = z.infer<typeof ExportRow>;
