@@ -234,6 +234,9 @@ describe('5. result shows the loss curve and the per-sample timings', () => {
         return json(res, 200, {
           run: body.run,
           score: body.run.score,
+          interval: null,
+          pairs: null,
+          indicative: false,
           workloads: [],
           samples: body.samples,
           checks: [],
