@@ -75,9 +75,9 @@ def fmt_iv(iv):
 
 os.makedirs(OUT, exist_ok=True)
 rows = [
-    run("A-baseline-vs-itself", spec(BASE, 10, 130), BASE),
-    run("B-fast-vs-itself", spec(FAST, 16, 80), FAST),
-    run("C-fast-vs-baseline", spec(BASE, 10, 130), FAST),
+    run("A-baseline-vs-itself", spec(BASE, 8, 110), BASE),
+    run("B-fast-vs-itself", spec(FAST, 12, 70), FAST),
+    run("C-fast-vs-baseline", spec(BASE, 8, 110), FAST),
 ]
 json.dump(rows, open(f"{OUT}/paired.json", "w"), indent=1)
 print("\n| run | status | score | 95 % interval | ± | pairs | ratio IQR/median % | wall s |")

@@ -7,4 +7,4 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 nproc
 python3 harness/tests/gpu/build_qwen3_4b.py /tmp/q4b || exit 1
-timeout 560 python3 harness/tests/gpu/paired_h200.py /tmp/q4b "$OUT/paired" 2>&1 | tee "$OUT/paired.log"
+timeout 420 python3 harness/tests/gpu/paired_h200.py /tmp/q4b "$OUT/paired" 2>&1 | tee "$OUT/paired.log"
