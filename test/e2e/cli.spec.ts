@@ -267,9 +267,13 @@ describe.skipIf(!existsSync(AGENT_MAIN))('with the local agent running toy-decod
     const runId = JSON.parse(r.stdout).run.id as string;
     const res = await runCli(['result', runId, '--wait', '--timeout', '240'], env, { timeoutMs: 260_000 });
     expect(res.code, res.stdout + res.stderr).toBe(0);
-    expect(res.stdout).toMatch(/Score: \d/);
+    // paired with the baseline: the score comes with its 95 % interval and the pairs it took
+    expect(res.stdout).toMatch(
+      /Score: [\d.]+ ± [\d.]+ \(95 % interval [\d.]+–[\d.]+, \d+ pairs\) \(official\)/,
+    );
     const rank = await runCli(['rank', runId], env);
     expect(rank.stdout).toMatch(/Rank 1 of 1/);
+    expect(rank.stdout).toMatch(/score [\d.]+ ± [\d.]+ \(95 % interval/);
   }, 280_000);
 
   it('logs --follow of a toy-decode run survives a network cut: the same lines as the stored log, once each', async () => {

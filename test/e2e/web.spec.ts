@@ -267,6 +267,9 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
   await expect
     .poll(async () => (await page.getByTestId('run-rank').textContent()) ?? '', { timeout: 20_000 })
     .toContain('#1');
+  // An official score is shown with the half-width of its 95 % interval and the pairs behind it.
+  expect(await page.getByTestId('run-score-halfwidth').textContent()).toMatch(/± \d/);
+  expect(await page.getByTestId('run-score-interval').textContent()).toMatch(/95 % interval .* pairs/);
   await shot(page, '10-run-official');
 
   // The spectator's board changed live: a new row, marked, linking to the team page.

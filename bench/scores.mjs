@@ -1,0 +1,336 @@
+#!/usr/bin/env node
+// `npm run bench:scores`: can the scores be trusted on a busy machine? Starts the real hub (API +
+// local agent, the toy-decode benchmark on the CPU) and a load generator that keeps one core busy,
+// then runs BENCH_SCORE_RUNS (10) official runs of the unchanged toy starter and as many of the toy
+// examples/fast, alternating, each through the real path (upload, queue, agent, sandboxed harness).
+// Each run is shown beside the same run scored the old way: the candidate's own timed samples
+// (its first samples.official of them, median per workload) against the baseline cached once by
+// the first official run and reused, unpaired, as the hub did before paired measurement.
+// Not a test: it prints a table and writes bench/SCORES.md. Settings (env): BENCH_SCORE_RUNS (10),
+// BENCH_LOAD (1 busy core; 0 = none), DATABASE_URL (else embedded Postgres), HARNESS_PYTHON.
+import { spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const pg = require('pg');
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const { packFolder } = require(path.join(root, 'libs/dist/node.js'));
+const { loadBenchmarkDefinitions } = require(path.join(root, 'libs/dist/node.js'));
+
+const RUNS = Number(process.env.BENCH_SCORE_RUNS ?? 10);
+const LOAD = Number(process.env.BENCH_LOAD ?? 1);
+const stamp = Date.now();
+const dataDir = path.join(root, '.data', `bench-scores-${stamp}`);
+const children = [];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (m) => console.log(`[bench:scores] ${m}`);
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function startProcess(name, args, env) {
+  const merged = { ...process.env, ...env };
+  for (const [k, v] of Object.entries(merged)) if (v === '') delete merged[k];
+  const child = spawn(process.execPath, args, { cwd: root, env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (c) => {
+    out += c;
+    if (out.length > 400_000) out = out.slice(-200_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  children.push(child);
+  child.output = () => out;
+  child.on('exit', (code) => code && code !== 143 && log(`${name} exited ${code}: ${out.slice(-2000)}`));
+  return child;
+}
+
+async function database() {
+  let server = process.env.DATABASE_URL;
+  let stop = async () => {};
+  if (!server) {
+    const { startEmbeddedPostgres } = require(path.join(root, 'apps/api/dist/database/embedded-postgres.js'));
+    const db = await startEmbeddedPostgres(path.join(root, '.data', 'bench-postgres'), undefined, () => {});
+    server = db.url;
+    stop = db.stop;
+  }
+  const name = `dryft_bench_scores_${stamp}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: server });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+      await stop();
+    },
+  };
+}
+
+class User {
+  constructor(base, cookie, csrf) {
+    Object.assign(this, { base, cookie, csrf });
+  }
+  static async signIn(base, login) {
+    const res = await fetch(`${base}/api/auth/dev`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ login }),
+    });
+    const body = await res.json();
+    const cookie = res.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    return new User(base, cookie, body.csrfToken);
+  }
+  async req(method, p, body) {
+    const headers = { cookie: this.cookie, 'x-csrf-token': this.csrf };
+    if (body && !(body instanceof FormData)) headers['content-type'] = 'application/json';
+    const res = await fetch(`${this.base}${p}`, {
+      method,
+      headers,
+      body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined,
+    });
+    const json = await res.json();
+    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+  async upload(folder) {
+    const form = new FormData();
+    form.append('benchmark', 'toy-decode');
+    form.append('file', new Blob([await packFolder(folder)]), 'engine.tar.gz');
+    return (await this.req('POST', '/api/submissions', form)).submission.id;
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const geomean = (xs) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
+
+/** The old way: the cached baseline's medians ÷ the median of the candidate's first `n` timed samples. */
+function oldScore(result, cached, n) {
+  const names = Object.keys(cached.workloads);
+  const ratios = names.map((w) => {
+    const own = result.samples.filter((s) => s.workload === w && !s.warmup).slice(0, n);
+    return cached.workloads[w].totalMs / median(own.map((s) => s.totalMs));
+  });
+  return 100 * geomean(ratios);
+}
+
+async function main() {
+  const def = loadBenchmarkDefinitions(path.join(root, 'config/benchmarks')).find(
+    (d) => d.id === 'toy-decode',
+  );
+  const db = await database();
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  mkdirSync(dataDir, { recursive: true });
+  const tokenFile = path.join(dataDir, 'local-agent.token');
+  const env = {
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: db.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: base,
+    DATA_DIR: dataDir,
+    LOCAL_AGENT_TOKEN_FILE: tokenFile,
+    ADMIN_LOGINS: 'bench-org',
+    GITHUB_CLIENT_ID: '',
+    GITHUB_CLIENT_SECRET: '',
+  };
+  const load = [];
+  let api;
+  let agent;
+  try {
+    api = startProcess('api', [path.join(root, 'apps/api/dist/main.js')], env);
+    for (let i = 0; ; i++) {
+      try {
+        if ((await fetch(`${base}/api/health`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (i > 400) throw new Error(`the API did not start:\n${api.output()}`);
+      await sleep(150);
+    }
+    agent = startProcess('agent', [path.join(root, 'apps/gpu-agent/dist/main.js'), '--local'], {
+      ...env,
+      DRYFT_API_URL: base,
+      DRYFT_AGENT_TOKEN_FILE: tokenFile,
+      DRYFT_AGENT_WORK_DIR: path.join(dataDir, 'agent-work'),
+    });
+    const org = await User.signIn(base, 'bench-org');
+    for (let i = 0; ; i++) {
+      const agents = await org.req('GET', '/api/admin/agents');
+      if (agents.some((a) => a.name === 'local' && a.status === 'online')) break;
+      if (i > 400) throw new Error(`the local agent did not come online:\n${agent.output()}`);
+      await sleep(150);
+    }
+    await org.req('POST', '/api/teams', { name: 'Bench Scores' });
+    const engines = {
+      starter: await org.upload(path.join(root, 'starters/toy-decode/engine')),
+      fast: await org.upload(path.join(root, 'starters/toy-decode/examples/fast')),
+    };
+    for (let i = 0; i < LOAD; i++) {
+      const busy = spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' });
+      children.push(busy);
+      load.push(busy);
+    }
+    log(
+      `${LOAD} busy core(s) started; ${RUNS} official runs each of the starter and examples/fast, alternating`,
+    );
+    const pgc = new pg.Client({ connectionString: db.url });
+    await pgc.connect();
+    let cached = null;
+    const rows = [];
+    for (let i = 0; i < RUNS; i++) {
+      for (const which of ['starter', 'fast']) {
+        const t0 = Date.now();
+        const { run } = await org.req('POST', `/api/submissions/${engines[which]}/runs`, {
+          mode: 'official',
+          confirm: true,
+        });
+        let view = run;
+        while (!['succeeded', 'failed', 'canceled'].includes(view.status)) {
+          await sleep(250);
+          view = await org.req('GET', `/api/runs/${run.id}`);
+        }
+        const wallS = (Date.now() - t0) / 1000;
+        const result = await org.req('GET', `/api/runs/${run.id}/result`);
+        if (process.env.BENCH_SCORES_LOGS) {
+          const logs = await org.req('GET', `/api/runs/${run.id}/logs?after=0&limit=5000`);
+          writeFileSync(
+            path.join(process.env.BENCH_SCORES_LOGS, `${which}-${i + 1}.log`),
+            logs.items.map((l) => l.text).join('\n'),
+          );
+        }
+        if (!cached) {
+          // The old way cached the first measured baseline and reused it for every later run.
+          const r = await pgc.query(`SELECT figures FROM baselines WHERE benchmark_id = 'toy-decode'`);
+          cached = r.rows[0]?.figures ?? null;
+        }
+        const row = {
+          which,
+          i: i + 1,
+          status: view.status,
+          failureCode: view.failureCode,
+          score: result.score,
+          interval: result.interval,
+          pairs: result.pairs,
+          old: cached && result.samples.length ? oldScore(result, cached, def.samples.official) : null,
+          wallS,
+          harnessS:
+            view.startedAt && view.finishedAt
+              ? (Date.parse(view.finishedAt) - Date.parse(view.startedAt)) / 1000
+              : null,
+        };
+        rows.push(row);
+        log(
+          `${which} #${row.i}: ${row.status}${row.failureCode ? ` (${row.failureCode})` : ''} score ${row.score?.toFixed(2) ?? '-'}` +
+            (row.interval
+              ? ` ± ${row.interval.halfWidth.toFixed(2)} [${row.interval.low.toFixed(2)}, ${row.interval.high.toFixed(2)}]`
+              : '') +
+            `, ${row.pairs ?? '-'} pairs, old way ${row.old?.toFixed(2) ?? '-'}, ${wallS.toFixed(1)} s`,
+        );
+      }
+    }
+    await pgc.end();
+    writeReport(rows, def);
+  } finally {
+    for (const c of load) c.kill('SIGKILL');
+    for (const c of [agent, api]) {
+      if (!c || c.exitCode !== null) continue;
+      c.kill('SIGTERM');
+      await Promise.race([new Promise((r) => c.once('exit', r)), sleep(8000)]);
+      if (c.exitCode === null) c.kill('SIGKILL');
+    }
+    await db.drop().catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function writeReport(rows, def) {
+  const fmt = (x, d = 2) => (x === null || x === undefined ? '—' : x.toFixed(d));
+  const starter = rows.filter((r) => r.which === 'starter');
+  const fast = rows.filter((r) => r.which === 'fast');
+  const ok = (r) => r.status === 'succeeded' && r.score !== null;
+  const within5 = starter.filter((r) => ok(r) && Math.abs(r.score - 100) <= 5).length;
+  const contains = starter.filter((r) => ok(r) && r.interval.low <= 100 && 100 <= r.interval.high).length;
+  const fastScores = fast.filter(ok).map((r) => r.score);
+  const fastMed = fastScores.length ? median(fastScores) : null;
+  const fastWithin = fastScores.filter((s) => Math.abs(s / fastMed - 1) <= 0.05).length;
+  const spread = (xs) => (xs.length ? `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}` : '—');
+  const oldStarter = starter.map((r) => r.old).filter((x) => x !== null);
+  const oldFast = fast.map((r) => r.old).filter((x) => x !== null);
+  const oldFastMed = oldFast.length ? median(oldFast) : null;
+  const table = (list) =>
+    [
+      '| # | status | score (paired) | 95 % interval | ± | pairs | old way (cached baseline, unpaired) | wall time (s) | harness (s) |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+      ...list.map(
+        (r) =>
+          `| ${r.i} | ${r.status}${r.failureCode ? ` (${r.failureCode})` : ''} | ${fmt(r.score)} | ${r.interval ? `${fmt(r.interval.low)}–${fmt(r.interval.high)}` : '—'} | ${fmt(r.interval?.halfWidth)} | ${r.pairs ?? '—'} | ${fmt(r.old)} | ${fmt(r.wallS, 1)} | ${fmt(r.harnessS, 1)} |`,
+      ),
+    ].join('\n');
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const md = `# Score trust: paired measurement on a busy machine (\`npm run bench:scores\`)
+
+Written by \`bench/scores.mjs\` on ${new Date().toISOString()}. Machine: ${os.cpus().length} cores (${cpu}),
+${Math.round(os.totalmem() / 2 ** 30)} GiB, load average at the end ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' / ')}.
+The bench adds ${LOAD} busy core(s) of its own (a \`node -e 'for(;;){}'\` load generator).
+${process.env.BENCH_SCORES_NOTE ? `\n${process.env.BENCH_SCORES_NOTE}\n` : ''}
+Each row is one official toy-decode run through the real hub and local agent (upload, queue,
+sandboxed harness). **Paired** (the score the hub now records): the baseline engine runs beside the
+candidate and every timed candidate sample has a baseline sample next to it (AB, BA, …); per workload
+the median of baseline ÷ candidate over the pairs, ${def.samples.official} to ${def.samples.maxPairs} pairs until the 95 %
+bootstrap interval is within ± ${def.samples.targetHalfWidthPct} %. **Old way**: the same run's first ${def.samples.official} timed
+candidate samples (median per workload) against the baseline cached by the first official run and
+reused, as the hub did before: the candidate measured minutes apart from its baseline.
+
+## Unchanged starter (true score 100)
+
+${table(starter)}
+
+Paired: ${within5} of ${starter.length} within 100 ± 5 (target: all), interval contains 100 in ${contains} of ${starter.length} (target: ≥ 9).
+Paired scores ${spread(starter.filter(ok).map((r) => r.score))}; old way ${spread(oldStarter)}.
+
+## examples/fast
+
+${table(fast)}
+
+Paired: median ${fmt(fastMed)}, ${fastWithin} of ${fastScores.length} within ± 5 % of it (target: all).
+Paired scores ${spread(fastScores)}; old way ${spread(oldFast)}${oldFastMed ? ` (median ${fmt(oldFastMed)}, ${oldFast.filter((s) => Math.abs(s / oldFastMed - 1) <= 0.05).length} of ${oldFast.length} within ± 5 %)` : ''}.
+`;
+  writeFileSync(path.join(root, 'bench/SCORES.md'), md);
+  console.log(md);
+}
+
+main().catch((err) => {
+  console.error(err);
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  process.exit(1);
+});
