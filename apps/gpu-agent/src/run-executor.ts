@@ -3,8 +3,7 @@ import type { HarnessResultEvent, HarnessSpec, RunAssign, RunFinished } from '@d
 import { validateArchive } from '@dryft/libs/node';
 import * as pty from 'node-pty';
 import { createHash } from 'node:crypto';
-import { existsSync, promises as fs, realpathSync } from 'node:fs';
-import * as os from 'node:os';
+import { promises as fs, realpathSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { AgentConfig } from './config';
