@@ -103,55 +103,65 @@ describe('leftovers and a bounded shutdown', () => {
     await until('run folder wiped', () => !existsSync(path.join(agent.workDir, 'runs', next.id)) || null);
   });
 
-  it('exits within 5 s of a Ctrl-C (embedded Postgres, an agent and a watcher connected, a run streaming) and stops its Postgres', async () => {
-    const dataDir = path.join(ROOT, '.data', 'test', `fault-shutdown-${process.pid}-${Date.now()}`);
-    mkdirSync(dataDir, { recursive: true });
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
-    cleanups.push(() => {
-      if (existsSync(pidFile)) process.kill(Number(readFileSync(pidFile, 'utf8').split('\n')[0]), 'SIGQUIT');
-    });
-    const api: ApiProc = await startApi({
-      port: await freePort(),
-      dataDir,
-      detached: true,
-      env: { ADMIN_LOGINS: 'org', LOG_LEVEL: 'log' },
-    });
-    cleanups.push(() => stopProc(api, 'SIGKILL'));
-    const org = await HttpUser.signIn(api.url, 'org');
-    const { token } = await org.createAgent('shutdown-box');
-    const agent = spawnAgent({ apiUrl: api.url, token, dir: path.join(dataDir, 'agent') });
-    cleanups.push(() => stopProc(agent, 'SIGKILL'));
-    const owner = await HttpUser.signIn(api.url, 'shutdown-owner');
-    await owner.createTeam();
-    const marker = `shut${Date.now()}`;
-    const run = await owner.startRun(await owner.upload(await toyEngineWith(ticks(2_000, marker))));
-    const watcher = new RunWatcher(api.url, { cookie: owner.cookie });
-    cleanups.push(() => watcher.close());
-    expect((await watcher.join(run.id)).ok).toBe(true);
-    await until('ticking', () => watcher.lines.some((l) => l.text === `tick ${marker} 10`) || null, 60_000);
-    const postgresPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  it.each([
+    ['a Ctrl-C (SIGINT to its process group)', 'group'],
+    ['SIGTERM (as npm start and service managers stop it)', 'api'],
+  ] as const)(
+    'exits within 5 s of %s with embedded Postgres, an agent and a watcher connected, a run streaming; stops its Postgres',
+    async (_what, target) => {
+      const dataDir = path.join(ROOT, '.data', 'test', `fault-shutdown-${process.pid}-${Date.now()}`);
+      mkdirSync(dataDir, { recursive: true });
+      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+      const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+      cleanups.push(() => {
+        if (existsSync(pidFile))
+          process.kill(Number(readFileSync(pidFile, 'utf8').split('\n')[0]), 'SIGQUIT');
+      });
+      const api: ApiProc = await startApi({
+        port: await freePort(),
+        dataDir,
+        detached: true,
+        env: { ADMIN_LOGINS: 'org', LOG_LEVEL: 'log' },
+      });
+      cleanups.push(() => stopProc(api, 'SIGKILL'));
+      const org = await HttpUser.signIn(api.url, 'org');
+      const { token } = await org.createAgent('shutdown-box');
+      const agent = spawnAgent({ apiUrl: api.url, token, dir: path.join(dataDir, 'agent') });
+      cleanups.push(() => stopProc(agent, 'SIGKILL'));
+      const owner = await HttpUser.signIn(api.url, 'shutdown-owner');
+      await owner.createTeam();
+      const marker = `shut${Date.now()}`;
+      const run = await owner.startRun(await owner.upload(await toyEngineWith(ticks(2_000, marker))));
+      const watcher = new RunWatcher(api.url, { cookie: owner.cookie });
+      cleanups.push(() => watcher.close());
+      expect((await watcher.join(run.id)).ok).toBe(true);
+      await until('ticking', () => watcher.lines.some((l) => l.text === `tick ${marker} 10`) || null, 60_000);
+      const postgresPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
 
-    const started = Date.now();
-    process.kill(-api.child.pid!, 'SIGINT'); // the whole process group, as a terminal's Ctrl-C
-    const code = await api.exited;
-    const exitMs = Date.now() - started;
-    console.log(`[fault] API exit after Ctrl-C: ${exitMs} ms`);
-    expect(code).toBe(0);
-    expect(exitMs).toBeLessThan(5_000);
-    expect(api.output()).toMatch(
-      /shutdown: closed the sockets, the HTTP server and the job queue \(\d+ ms\)/,
-    );
-    expect(api.output()).toMatch(/shutdown: stopped the embedded Postgres \(\d+ ms\)/);
-    expect(api.output()).toMatch(/shutdown complete in \d+ ms/);
-    // Its Postgres is stopped too, cleanly: no lock file left for the next start to deal with.
-    expect(existsSync(pidFile)).toBe(false);
-    let postgresAlive = true;
-    try {
-      process.kill(postgresPid, 0);
-    } catch {
-      postgresAlive = false;
-    }
-    expect(postgresAlive).toBe(false);
-  });
+      const started = Date.now();
+      if (target === 'group')
+        process.kill(-api.child.pid!, 'SIGINT'); // as a terminal's Ctrl-C
+      else api.child.kill('SIGTERM');
+      const code = await api.exited;
+      const exitMs = Date.now() - started;
+      console.log(`[fault] API exit after ${_what}: ${exitMs} ms`);
+      expect(exitMs).toBeLessThan(5_000);
+      // An orderly stop (exit 0), not one cut short by another signal handler.
+      expect({ code, output: api.output().slice(-3000) }).toMatchObject({ code: 0 });
+      expect(api.output()).toMatch(
+        /shutdown: closed the sockets, the HTTP server and the job queue \(\d+ ms\)/,
+      );
+      expect(api.output()).toMatch(/shutdown: stopped the embedded Postgres \(\d+ ms\)/);
+      expect(api.output()).toMatch(/shutdown complete in \d+ ms/);
+      // Its Postgres is stopped too, cleanly: no lock file left for the next start to deal with.
+      expect(existsSync(pidFile)).toBe(false);
+      let postgresAlive = true;
+      try {
+        process.kill(postgresPid, 0);
+      } catch {
+        postgresAlive = false;
+      }
+      expect(postgresAlive).toBe(false);
+    },
+  );
 });
