@@ -280,6 +280,8 @@ export async function startApi(opts: {
   port: number;
   dataDir: string;
   env?: Record<string, string>;
+  /** In a process group of its own (signal the group, as a terminal's Ctrl-C does). */
+  detached?: boolean;
 }): Promise<ApiProc> {
   const url = `http://127.0.0.1:${opts.port}`;
   const env: NodeJS.ProcessEnv = {
@@ -300,6 +302,7 @@ export async function startApi(opts: {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached,
   });
   let out = '';
   const keep = (c: Buffer) => {

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import cookieParser from 'cookie-parser';
 import { existsSync } from 'node:fs';
+import type { Server as HttpServer } from 'node:http';
 import * as path from 'node:path';
 import type { Request, Response, NextFunction } from 'express';
 import express from 'express';
@@ -20,7 +21,12 @@ export interface Hub {
   dataSource: DataSource;
   config: Config;
   url: string;
+  /** Stops in order (sockets and HTTP, jobs, database pool, embedded Postgres), saying each step. */
   close(): Promise<void>;
+  /** The shutdown step in progress, for a caller that stops waiting. */
+  readonly closingStep: string | null;
+  /** Last resort when shutdown overruns: the embedded Postgres gets an immediate shutdown. */
+  abandon(): void;
 }
 
 export interface HubOptions {
@@ -62,17 +68,36 @@ export async function createHub(config: Config, options: HubOptions = {}): Promi
   registerBodyParsers(app);
   app.use(cookieParser());
   serveWeb(app, config.webDir);
-  app.enableShutdownHooks();
+  // No Nest shutdown hooks: main.ts owns SIGTERM/SIGINT and calls close() once, in this order.
   await app.init();
+  let closingStep: string | null = null;
+  const step = async (what: string, work: () => Promise<unknown>) => {
+    closingStep = what;
+    const started = Date.now();
+    await work();
+    logger.log(`shutdown: ${what} (${Date.now() - started} ms)`);
+  };
   return {
     app,
     dataSource,
     config,
     url: '',
+    get closingStep() {
+      return closingStep;
+    },
     async close() {
-      await app.close();
-      if (dataSource.isInitialized) await dataSource.destroy();
-      if (embedded) await embedded.stop();
+      const http = app.getHttpServer() as HttpServer;
+      // Sockets are closed first (SocketServer); a keep-alive or slow HTTP request gets 1.5 s more.
+      const cut = setTimeout(() => http.closeAllConnections?.(), 1_500);
+      cut.unref();
+      await step('closed the sockets, the HTTP server and the job queue', () => app.close());
+      clearTimeout(cut);
+      if (dataSource.isInitialized) await step('closed the database pool', () => dataSource.destroy());
+      if (embedded) await step('stopped the embedded Postgres', () => embedded.stop());
+      closingStep = null;
+    },
+    abandon() {
+      embedded?.abandon();
     },
   };
 }

@@ -4,6 +4,9 @@ import { BenchmarkConfigError } from '@dryft/libs/node';
 import { ConfigError, loadConfig } from './config/config';
 import { describeError } from './database/embedded-postgres';
 
+/** SIGTERM/SIGINT to exit, whatever is still open. */
+const SHUTDOWN_LIMIT_MS = 4_500;
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -32,8 +35,18 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (closing) return;
     closing = true;
-    console.log(`${signal}: shutting down`);
-    await hub.close().catch((e) => console.error(e));
+    const started = Date.now();
+    console.log(`${signal}: shutting down (at most ${SHUTDOWN_LIMIT_MS / 1000} s)`);
+    // Bounded: whatever is still pending after the limit is named, and the process exits anyway.
+    setTimeout(() => {
+      console.error(
+        `shutdown: still waiting for "${hub.closingStep ?? 'unknown'}" after ${SHUTDOWN_LIMIT_MS / 1000} s; exiting now`,
+      );
+      hub.abandon();
+      process.exit(1);
+    }, SHUTDOWN_LIMIT_MS).unref();
+    await hub.close().catch((e: unknown) => console.error(`shutdown: ${describeError(e)}`));
+    console.log(`shutdown complete in ${Date.now() - started} ms`);
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

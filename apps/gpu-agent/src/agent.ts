@@ -172,6 +172,7 @@ export class Agent {
       }
       if (fresh && fresh !== this.token) {
         this.token = fresh;
+        this.config.token = fresh; // also what run downloads present
         this.socket.auth = { token: fresh };
         this.log(
           `the hub refused the old token; ${this.config.tokenFile} holds a new one: reconnecting with it`,
@@ -207,7 +208,10 @@ export class Agent {
 
   private fatal(message: string): void {
     for (const run of this.runs.values()) run.stop('lost', 'this agent was revoked');
-    this.options.onFatal?.(message);
+    // Exit only once the runs are stopped and their folders wiped (bounded by the kill grace).
+    const stopped = Promise.all([...this.runs.values()].map((r) => r.done));
+    const bound = new Promise((r) => setTimeout(r, this.config.cancelGraceMs + 3_000));
+    void Promise.race([stopped, bound]).then(() => this.options.onFatal?.(message));
   }
 
   private async onConnect(): Promise<void> {

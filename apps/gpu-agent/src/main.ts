@@ -2,6 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { Agent } from './agent';
 import { AgentConfigError, loadAgentConfig } from './config';
+import { cleanLeftovers, claimWorkDir } from './leftovers';
 import { probeSandbox } from './sandbox';
 
 /**
@@ -38,6 +39,14 @@ function main(): void {
     }
   }
   mkdirSync(config.workDir, { recursive: true, mode: 0o700 });
+  try {
+    claimWorkDir(config.workDir);
+  } catch (err) {
+    console.error(`agent config error: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  // Before taking any work: what a killed predecessor left (run folders with a team's engine).
+  cleanLeftovers(config.workDir, (m) => console.log(`[agent] ${m}`));
   const agent = new Agent(config, {
     sandboxed,
     onFatal: (message) => {

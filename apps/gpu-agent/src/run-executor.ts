@@ -3,12 +3,12 @@ import type { HarnessResultEvent, HarnessSpec, RunAssign, RunFinished } from '@d
 import { validateArchive } from '@dryft/libs/node';
 import * as pty from 'node-pty';
 import { createHash } from 'node:crypto';
-import { existsSync, promises as fs, realpathSync } from 'node:fs';
-import * as os from 'node:os';
+import { promises as fs, realpathSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { AgentConfig } from './config';
 import { pickPython } from './config';
+import { tempPrefix, tempRoot } from './leftovers';
 import { Outbox } from './outbox';
 import { alive, signalTree } from './process-tree';
 import { BWRAP, bwrapArgs } from './sandbox';
@@ -261,7 +261,7 @@ export class RunExecutor {
     const python = this.python(p.spec);
     // Unix socket paths are limited to 108 bytes and the work dir may be deep: the socket lives in a
     // short private folder of its own, bound read-only into the sandbox at the same path.
-    const socketDir = await fs.mkdtemp(path.join(existsSync('/tmp') ? '/tmp' : os.tmpdir(), 'dryft-ev-'));
+    const socketDir = await fs.mkdtemp(path.join(tempRoot(), tempPrefix(config.workDir)));
     this.cleanup.push(() => fs.rm(socketDir, { recursive: true, force: true }));
     await fs.chmod(socketDir, 0o700);
     const socketPath = path.join(socketDir, 'e.sock');

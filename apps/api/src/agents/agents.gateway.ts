@@ -4,6 +4,7 @@ import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, RunFinishedAck } from 
 import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
+import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
@@ -60,7 +61,8 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
           next();
         })
         .catch((err: unknown) => {
-          const e = err instanceof AppError ? err : null;
+          // The database being down is said as such, never as an authentication failure.
+          const e = err instanceof AppError ? err : isDatabaseUnavailable(err) ? databaseUnavailable() : null;
           if (!e) this.logger.error(`agent handshake failed: ${(err as Error).stack ?? err}`);
           const refusal = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
           refusal.data = { code: e?.code ?? 'internal_error' };
@@ -169,6 +171,10 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
         return;
       }
       handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
+        if (isDatabaseUnavailable(err)) {
+          reply({ ok: false, error: "The hub's database is unavailable right now; resend later." });
+          return;
+        }
         this.logger.error(
           `agent ${socket.data.agentName as string}: ${event} failed: ${(err as Error).stack ?? err}`,
         );

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { Response } from 'express';
 import { ZodValidationException } from 'nestjs-zod';
 import { ZodError } from 'zod';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from './database-errors';
 import { AppError } from './errors';
 
 function describeZod(error: ZodError): string {
@@ -25,11 +26,14 @@ const STATUS_CODES: Record<number, string> = {
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
+  private lastOutageLog = 0;
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
     if (res.headersSent) return;
     const { status, body } = this.toBody(exception);
+    if (body.error.code === 'database_unavailable')
+      res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
     res.status(status).json(body);
   }
 
@@ -37,6 +41,14 @@ export class ErrorFilter implements ExceptionFilter {
     status: number;
     body: { error: { code: string; message: string; details?: unknown } };
   } {
+    if (!(exception instanceof AppError) && isDatabaseUnavailable(exception)) {
+      // One line every 10 s, not one per request, while Postgres is away.
+      if (Date.now() - this.lastOutageLog > 10_000) {
+        this.lastOutageLog = Date.now();
+        this.logger.warn(`database unavailable: ${(exception as Error).message}; answering 503`);
+      }
+      exception = databaseUnavailable();
+    }
     if (exception instanceof AppError) {
       const error: { code: string; message: string; details?: unknown } = {
         code: exception.code,

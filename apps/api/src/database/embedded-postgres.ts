@@ -34,7 +34,10 @@ import { Client } from 'pg';
  */
 export interface EmbeddedDatabase {
   url: string;
+  /** Fast shutdown, bounded (≤ 3.5 s). */
   stop(): Promise<void>;
+  /** Immediate shutdown, without waiting (the hub is exiting now). */
+  abandon(): void;
 }
 
 type Log = (message: string) => void;
@@ -488,7 +491,13 @@ class PostgresProcess {
     return this.recent.length ? this.recent.join('\n') : '(nothing)';
   }
 
-  /** Fast shutdown; immediate after 4 s; killed after 6 s. */
+  abandon(): void {
+    this.stopping = true;
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT');
+  }
+
+  /** Fast shutdown; immediate after 2.5 s; killed after 3.5 s. */
   async stop(): Promise<void> {
     this.stopping = true;
     const child = this.child;
@@ -497,12 +506,12 @@ class PostgresProcess {
     const within = (ms: number) =>
       Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
     child.kill('SIGINT');
-    if (await within(4_000)) return;
+    if (await within(2_500)) return;
     this.log('[postgres] fast shutdown takes too long; immediate shutdown');
     child.kill('SIGQUIT');
-    if (await within(2_000)) return;
+    if (await within(1_000)) return;
     child.kill('SIGKILL');
-    await within(2_000);
+    await within(1_000);
   }
 }
 
@@ -559,5 +568,5 @@ export async function startEmbeddedPostgres(
       ? `Embedded Postgres on 127.0.0.1:${port} only (data folder path too long for a socket; data in ${databaseDir})`
       : `Embedded Postgres on the socket in ${at.socketDir} (no TCP; data in ${databaseDir})`,
   );
-  return { url: at.url(password), stop: () => pg.stop() };
+  return { url: at.url(password), stop: () => pg.stop(), abandon: () => pg.abandon() };
 }

@@ -93,7 +93,7 @@ export class GithubJobs implements OnApplicationShutdown {
     this.boss = undefined;
     if (boss)
       await boss
-        .stop({ graceful: true, wait: true, timeout: 5000 })
+        .stop({ graceful: true, wait: true, timeout: 2000 })
         .catch((err: Error) => this.logger.warn(`pg-boss stop: ${err.message}`));
   }
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { DataSource } from 'typeorm';
+import { DATABASE_RETRY_AFTER_SECONDS } from '../common/database-errors';
 import { Public } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
 
@@ -20,7 +21,7 @@ export class HealthController {
     } catch {
       db = 'down';
     }
-    if (db === 'down') res.status(503);
+    if (db === 'down') res.status(503).setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
     return { status: db === 'up' ? 'ok' : 'degraded', db, version: this.config.version };
   }
 }

@@ -9,6 +9,7 @@ import { AuthService, SESSION_COOKIE } from '../auth/auth.service';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
 import { AppError } from '../common/errors';
+import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
@@ -94,6 +95,14 @@ function parseCookies(header: string | undefined): Record<string, string> {
 
 const refusal = (code: string, message: string): JoinAck => ({ ok: false, error: { code, message } });
 
+/** A lookup's fallback for a bad id, but a database outage is passed on (said as such, not "not found"). */
+const orUnavailable =
+  <T>(fallback: T) =>
+  (err: unknown): T => {
+    if (isDatabaseUnavailable(err)) throw err;
+    return fallback;
+  };
+
 /**
  * The `/live` namespace for browsers and the CLI. The handshake authenticates with the session
  * cookie or `auth.token` (a team API token) through the same AuthService as HTTP; a connection with
@@ -145,7 +154,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
           next();
         })
         .catch((err: unknown) => {
-          const e = err instanceof AppError ? err : null;
+          // The database being down is said as such, never as an authentication failure.
+          const e = err instanceof AppError ? err : isDatabaseUnavailable(err) ? databaseUnavailable() : null;
           if (!e) this.logger.error(`live handshake failed: ${(err as Error).stack ?? err}`);
           const refused = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
           refused.data = { code: e?.code ?? 'internal_error' };
@@ -310,7 +320,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const principal = current();
       if (!principal) return needSignIn();
       const epoch = state.epoch;
-      const run = await this.runsRepo.findById(runId).catch(() => null);
+      const run = await this.runsRepo.findById(runId).catch(orUnavailable(null));
       const organizer = principal.isAdmin && principal.via === 'session';
       if (
         !run ||
@@ -383,7 +393,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private async isMember(principal: Principal, teamId: string): Promise<boolean> {
     // A team API token acts for its own team only, whatever else its creator belongs to.
     if (principal.via === 'token') return principal.teamId === teamId;
-    return this.teams.isMember(teamId, principal.user.id).catch(() => false);
+    return this.teams.isMember(teamId, principal.user.id).catch(orUnavailable(false));
   }
 
   private on<E extends LiveEvent>(
@@ -404,6 +414,11 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         return;
       }
       handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
+        if (isDatabaseUnavailable(err)) {
+          const e = databaseUnavailable();
+          reply(refusal(e.code, e.message));
+          return;
+        }
         this.logger.error(`live ${event} failed: ${(err as Error).stack ?? err}`);
         reply(refusal('internal_error', 'Something went wrong on the server; try again.'));
       });
