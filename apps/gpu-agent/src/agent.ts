@@ -2,6 +2,7 @@ import {
   AgentDrain,
   AgentHeartbeatAck,
   AgentReadyAck,
+  FinalRefusal,
   RunAssign,
   RunCancel,
   RunDeadline,
@@ -289,7 +290,13 @@ export class Agent {
       connected: () => this.isConnected,
       sendBatch: (batch: RunBatch) => this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.batch', batch),
       started: async (runId: string) => {
-        if (this.isConnected) await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
+        if (!this.isConnected) return;
+        const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
+        const final = FinalRefusal.safeParse(raw);
+        if (final.success)
+          this.log(
+            `run ${runId}: the hub refused run.started for good (${final.data.code}: ${final.data.error})`,
+          );
       },
       finished: (msg: RunFinished) =>
         new Promise<void>((resolve) => {
@@ -299,10 +306,15 @@ export class Agent {
       handback: async (runId: string, reason: string) => {
         if (!this.isConnected) return false;
         try {
-          const ack = SimpleAck.parse(
-            await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.handback', { runId, reason }),
-          );
-          return ack.ok;
+          const raw: unknown = await this.socket
+            .timeout(ACK_TIMEOUT_MS)
+            .emitWithAck('run.handback', { runId, reason });
+          const final = FinalRefusal.safeParse(raw);
+          if (final.success)
+            this.log(
+              `run ${runId}: the hub refused the handback for good (${final.data.code}: ${final.data.error})`,
+            );
+          return SimpleAck.parse(raw).ok;
         } catch {
           return false;
         }
@@ -316,9 +328,18 @@ export class Agent {
     const v = this.verdicts.get(runId);
     if (!v || !this.isConnected) return;
     try {
-      const ack = RunFinishedAck.parse(
-        await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg),
-      );
+      const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg);
+      const final = FinalRefusal.safeParse(raw);
+      if (final.success) {
+        // Resending the same verdict cannot help: drop it and say why.
+        this.verdicts.delete(runId);
+        v.resolve();
+        this.log(
+          `run ${runId}: the hub refused the verdict for good (${final.data.code}: ${final.data.error}); not resending`,
+        );
+        return;
+      }
+      const ack = RunFinishedAck.parse(raw);
       if (ack.ok) {
         this.verdicts.delete(runId);
         v.resolve();
