@@ -2,6 +2,7 @@ import {
   AgentDrain,
   AgentHeartbeatAck,
   AgentReadyAck,
+  AgentRevoked,
   FinalRefusal,
   RunAssign,
   RunCancel,
@@ -60,6 +61,8 @@ export class Agent {
   private ready = false;
   private reconnectAttempt = 0;
   private reconnectTimer?: NodeJS.Timeout;
+  /** The hub said this token is revoked: never reconnect with it. */
+  private revoked = false;
   readonly capabilities: AgentCapabilities;
   private readonly log: (m: string) => void;
 
@@ -118,6 +121,7 @@ export class Agent {
       this.ready = false;
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.log(`disconnected (${reason})`);
+      if (this.revoked) return;
       if (!this.shuttingDown || this.runs.size || this.verdicts.size) this.scheduleReconnect();
     });
     for (const name of Object.keys(ServerToAgent)) {
@@ -249,6 +253,14 @@ export class Agent {
         if (!parsed.success) return this.log('malformed run.deadline ignored');
         this.runs.get(parsed.data.runId)?.setDeadline(parsed.data.deadlineAt);
         ack({ ok: true });
+        return;
+      }
+      case 'agent.revoked': {
+        const parsed = AgentRevoked.safeParse(payload);
+        const reason = parsed.success ? parsed.data.reason : 'the hub revoked this agent';
+        this.log(`the hub revoked this agent: ${reason}`);
+        this.revoked = true;
+        this.fatal(reason);
         return;
       }
       case 'agent.drain': {

@@ -159,6 +159,9 @@ export type RunFinishedAck = z.infer<typeof RunFinishedAck>;
 export const RunCancel = z.object({ runId: z.string(), reason: z.string() });
 export const RunDeadline = z.object({ runId: z.string(), deadlineAt: z.number() });
 export const AgentDrain = z.object({ draining: z.boolean() });
+/** Sent just before the server disconnects a revoked agent: stop, and do not reconnect with this token. */
+export const AgentRevoked = z.object({ code: z.literal('agent_revoked'), reason: z.string() });
+export type AgentRevoked = z.infer<typeof AgentRevoked>;
 export type RunCancel = z.infer<typeof RunCancel>;
 export type RunDeadline = z.infer<typeof RunDeadline>;
 export type RunHandback = z.infer<typeof RunHandback>;
@@ -178,6 +181,7 @@ export const ServerToAgent = {
   'run.cancel': RunCancel,
   'run.deadline': RunDeadline,
   'agent.drain': AgentDrain,
+  'agent.revoked': AgentRevoked,
 } as const;
 
 export const AgentView = z.object({

@@ -92,6 +92,12 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Revoked: disconnected at once on every replica; what it ran can never report again, so it fails now. */
   async revoke(agentId: string, runIds: string[]): Promise<void> {
+    // The reason first, then the disconnect: both travel in order (through Redis too).
+    this.nsp.to(agentRoom(agentId)).emit('agent.revoked', {
+      code: 'agent_revoked',
+      reason:
+        'An organizer revoked this agent token; its runs were failed. Ask an organizer for a new token (dryft agent config).',
+    });
     this.nsp.in(agentRoom(agentId)).disconnectSockets(true);
     for (const runId of runIds) {
       await this.lifecycle.failInfra(
