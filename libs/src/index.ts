@@ -7,6 +7,7 @@ export * from './archive/tar';
 export * from './archive/rules';
 export * from './rest/accounts';
 export * from './rest/runs';
+export * from './rest/queries';
 export * from './protocol/agents';
 export * from './protocol/live';
 export * from './rest/github';

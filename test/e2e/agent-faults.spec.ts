@@ -232,7 +232,7 @@ print("CHILD: started")
     const failed = await owner.waitFor(run.id, terminal, 10_000);
     expect(failed.failureCode).toBe('infra_error');
     expect(await agent!.exited).toBe(3);
-    expect(agent!.output()).toMatch(/revoked/);
+    expect(agent!.output()).toMatch(/the hub revoked this agent: An organizer revoked this agent token/);
     await until('harness stopped', () => processesWith(run.id).length === 0 || null, 10_000);
     const socket = io(`${api.url}/agents`, {
       auth: { token: agentToken },

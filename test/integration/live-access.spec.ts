@@ -387,3 +387,44 @@ describe.skipIf(!reachable)('/live across replicas: a revoke on one replica cuts
     keeper.socket.close();
   });
 });
+
+describe('/agents: a revoked agent is told why, then disconnected', () => {
+  let hub: TestHub;
+  afterAll(async () => hub?.close());
+
+  it('gets agent.revoked with the reason, then the server disconnects it, within 1 s', async () => {
+    hub = await startTestHub({ env: { ADMIN_LOGINS: 'cut-org' } });
+    const org = await HttpUser.signIn(hub.baseUrl, 'cut-org');
+    const { id, token } = await org.createAgent('cut-box');
+    const socket = io(`${hub.baseUrl}/agents`, {
+      auth: { token },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
+    const events: string[] = [];
+    let reason: { code: string; reason: string } | undefined;
+    socket.on('agent.revoked', (e: { code: string; reason: string }) => {
+      reason = e;
+      events.push('agent.revoked');
+    });
+    const gone = new Promise<string>((resolve) =>
+      socket.on('disconnect', (why) => {
+        events.push(`disconnect:${why}`);
+        resolve(why);
+      }),
+    );
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', () => resolve());
+      socket.once('connect_error', reject);
+    });
+    const t0 = Date.now();
+    expect((await org.delete(`/api/admin/agents/${id}`)).status).toBe(200);
+    expect(await gone).toBe('io server disconnect');
+    measured.agent_revoked = { lastLineMs: Date.now() - t0, noticeMs: Date.now() - t0 };
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(events).toEqual(['agent.revoked', 'disconnect:io server disconnect']);
+    expect(reason).toMatchObject({ code: 'agent_revoked' });
+    expect(reason!.reason).toMatch(/revoked this agent token/);
+  });
+});

@@ -1,5 +1,6 @@
 import { io, type Socket } from 'socket.io-client';
 import {
+  AccessRevokedEvent,
   JoinAck,
   LogLine,
   LogsPage,
@@ -144,6 +145,20 @@ export class LogFollower {
     });
     socket.on('run.result', (payload: unknown) => {
       if ((payload as { runId?: string })?.runId === this.o.runId) this.startFinishing();
+    });
+    socket.on('access.revoked', (payload: unknown) => {
+      const parsed = AccessRevokedEvent.safeParse(payload);
+      if (!parsed.success) return;
+      const e = parsed.data;
+      if (e.teamId !== null && !e.runIds.includes(this.o.runId)) return;
+      // The hub took this token's access away: say why and stop, instead of retrying forever.
+      this.fail(
+        new CliError(
+          EXIT.auth,
+          `Stopped following run ${this.o.runId}: ${e.message} (${e.reason}, after line ${this.last}).`,
+          e.reason,
+        ),
+      );
     });
     socket.on('disconnect', (reason) => {
       const wasJoined = this.joined;

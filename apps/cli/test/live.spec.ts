@@ -4,6 +4,7 @@ import { Server } from 'socket.io';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
 import { ApiClient } from '../src/http';
+import { CliError, EXIT } from '../src/errors';
 import { LogFollower } from '../src/live';
 import { runView, TOKEN } from './helpers';
 
@@ -81,6 +82,19 @@ async function fakeHub(opts: { live?: boolean } = {}) {
     },
     kick() {
       io.of('/live').disconnectSockets(true);
+    },
+    /** What the hub does when the token is revoked: out of the room, then told why. */
+    revoke() {
+      for (const s of io.of('/live').sockets.values()) {
+        void s.leave(`run:${RUN}`);
+        s.emit('access.revoked', {
+          reason: 'token_revoked',
+          message: 'The API token this connection used was revoked.',
+          teamId: null,
+          rooms: [`run:${RUN}`],
+          runIds: [RUN],
+        });
+      }
     },
     close: () =>
       new Promise<void>((r) => {
@@ -167,6 +181,28 @@ describe('LogFollower', () => {
     expect(hub.joins[2]).toBeGreaterThanOrEqual(12);
     expect(follower.stats.gapsFilled).toBe(1);
     expect(follower.stats.duplicates).toBeGreaterThanOrEqual(2);
+  });
+
+  it('stops with the reason (exit 3) when the hub revokes its access, instead of retrying', async () => {
+    const hub = await fakeHub();
+    closers.push(hub.close);
+    hub.append(4);
+    const printed: number[] = [];
+    const follower = new LogFollower({
+      api: new ApiClient(hub.url, TOKEN, 'test', 10),
+      token: TOKEN,
+      runId: RUN,
+      pollMs: 60_000,
+      onLine: (l) => printed.push(l.seq),
+    });
+    const done = follower.run();
+    await until(() => printed.length === 4 && hub.joins.length === 1);
+    hub.revoke();
+    const err = (await done.catch((e: unknown) => e)) as CliError;
+    expect(err).toBeInstanceOf(CliError);
+    expect(err.exitCode).toBe(EXIT.auth);
+    expect(err.code).toBe('token_revoked');
+    expect(err.message).toMatch(/was revoked.*after line 4/);
   });
 
   it('falls back to REST paging when the hub has no /live namespace', async () => {

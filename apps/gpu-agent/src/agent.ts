@@ -2,6 +2,8 @@ import {
   AgentDrain,
   AgentHeartbeatAck,
   AgentReadyAck,
+  AgentRevoked,
+  FinalRefusal,
   RunAssign,
   RunCancel,
   RunDeadline,
@@ -68,6 +70,8 @@ export class Agent {
   private token: string;
   /** When the hub started refusing the token, while this agent holds runs. */
   private refusedSince?: number;
+  /** The hub said this token is revoked: never reconnect with it. */
+  private revoked = false;
   readonly capabilities: AgentCapabilities;
   private readonly log: (m: string) => void;
 
@@ -126,6 +130,7 @@ export class Agent {
       this.ready = false;
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.log(`disconnected (${reason})`);
+      if (this.revoked) return;
       if (!this.shuttingDown || this.runs.size || this.verdicts.size) this.scheduleReconnect();
     });
     for (const name of Object.keys(ServerToAgent)) {
@@ -315,6 +320,14 @@ export class Agent {
         ack({ ok: true });
         return;
       }
+      case 'agent.revoked': {
+        const parsed = AgentRevoked.safeParse(payload);
+        const reason = parsed.success ? parsed.data.reason : 'the hub revoked this agent';
+        this.log(`the hub revoked this agent: ${reason}`);
+        this.revoked = true;
+        this.fatal(reason);
+        return;
+      }
       case 'agent.drain': {
         const parsed = AgentDrain.safeParse(payload);
         if (!parsed.success) return this.log('malformed agent.drain ignored');
@@ -354,7 +367,13 @@ export class Agent {
       connected: () => this.isConnected,
       sendBatch: (batch: RunBatch) => this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.batch', batch),
       started: async (runId: string) => {
-        if (this.isConnected) await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
+        if (!this.isConnected) return;
+        const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
+        const final = FinalRefusal.safeParse(raw);
+        if (final.success)
+          this.log(
+            `run ${runId}: the hub refused run.started for good (${final.data.code}: ${final.data.error})`,
+          );
       },
       finished: (msg: RunFinished) =>
         new Promise<void>((resolve) => {
@@ -364,10 +383,15 @@ export class Agent {
       handback: async (runId: string, reason: string) => {
         if (!this.isConnected) return false;
         try {
-          const ack = SimpleAck.parse(
-            await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.handback', { runId, reason }),
-          );
-          return ack.ok;
+          const raw: unknown = await this.socket
+            .timeout(ACK_TIMEOUT_MS)
+            .emitWithAck('run.handback', { runId, reason });
+          const final = FinalRefusal.safeParse(raw);
+          if (final.success)
+            this.log(
+              `run ${runId}: the hub refused the handback for good (${final.data.code}: ${final.data.error})`,
+            );
+          return SimpleAck.parse(raw).ok;
         } catch {
           return false;
         }
@@ -381,9 +405,18 @@ export class Agent {
     const v = this.verdicts.get(runId);
     if (!v || !this.isConnected) return;
     try {
-      const ack = RunFinishedAck.parse(
-        await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg),
-      );
+      const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg);
+      const final = FinalRefusal.safeParse(raw);
+      if (final.success) {
+        // Resending the same verdict cannot help: drop it and say why.
+        this.verdicts.delete(runId);
+        v.resolve();
+        this.log(
+          `run ${runId}: the hub refused the verdict for good (${final.data.code}: ${final.data.error}); not resending`,
+        );
+        return;
+      }
+      const ack = RunFinishedAck.parse(raw);
       if (ack.ok) {
         this.verdicts.delete(runId);
         v.resolve();

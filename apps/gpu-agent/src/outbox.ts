@@ -1,4 +1,4 @@
-import { BatchAck } from '@dryft/libs';
+import { BatchAck, FinalRefusal } from '@dryft/libs';
 import type { BatchEntry, HarnessEvent, RunBatch } from '@dryft/libs';
 
 const MAX_ENTRIES = 5_000;
@@ -114,6 +114,17 @@ export class Outbox {
           failures++;
           await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** failures)));
           continue;
+        }
+        const final = FinalRefusal.safeParse(raw);
+        if (final.success) {
+          // The hub will never store this batch as sent: resending cannot help, so stop here.
+          this.log(
+            `run ${this.runId}: the hub refused batch ${batch.seq} for good (${final.data.code}: ${final.data.error}); not resending, stopping the run`,
+          );
+          this.unacked.length = 0;
+          this.notifyIdle();
+          this.onStop();
+          break;
         }
         const ack = BatchAck.safeParse(raw);
         if (!ack.success) {

@@ -70,6 +70,32 @@ describe('Outbox', () => {
     expect(s.lines()).toEqual([1, 2, 3]);
     expect(stopped).toBe(true);
   });
+
+  it('stops resending a batch the hub refused for good, logs why and stops the run', async () => {
+    let sends = 0;
+    let stopped = false;
+    const logged: string[] = [];
+    const outbox = new Outbox(
+      'not-a-uuid',
+      async () => {
+        sends++;
+        return { ok: false, final: true, code: 'invalid_payload', error: 'malformed run.batch: runId' };
+      },
+      () => true,
+      () => (stopped = true),
+      5,
+      (m) => logged.push(m),
+    );
+    outbox.line('out', 'hello');
+    outbox.cut();
+    await outbox.drained();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sends).toBe(1);
+    expect(stopped).toBe(true);
+    expect(logged.join('\n')).toMatch(
+      /refused batch 1 for good \(invalid_payload: malformed run.batch: runId\)/,
+    );
+  });
 });
 
 describe('bwrapArgs', () => {

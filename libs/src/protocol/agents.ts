@@ -30,6 +30,27 @@ export const AgentCapabilities = z.object({
 });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
+/** A run id in an agent event: the UUID the server sent in `run.assign`. */
+export const AgentRunId = z
+  .string()
+  .regex(
+    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+    'runId must be the UUID of a run this hub assigned',
+  );
+
+/**
+ * The server will never accept this message as sent (malformed payload, an id that names nothing):
+ * resending it cannot help, so the agent drops it and logs why. Any other `ok: false` is
+ * transient (resend later).
+ */
+export const FinalRefusal = z.object({
+  ok: z.literal(false),
+  final: z.literal(true),
+  code: z.string(),
+  error: z.string(),
+});
+export type FinalRefusal = z.infer<typeof FinalRefusal>;
+
 export const AgentReady = z.object({
   capabilities: AgentCapabilities,
   slots: z.array(SlotInfo).min(1),
@@ -64,7 +85,7 @@ export const AgentHeartbeatAck = z.object({ ok: z.boolean(), stop: z.array(z.str
  * prepare it): the server puts it back in the queue. A started run is never handed back, it is
  * finished (with infra_error when the agent has to stop it), so no log line is ever stored twice.
  */
-export const RunHandback = z.object({ runId: z.string(), reason: z.string().max(500) });
+export const RunHandback = z.object({ runId: AgentRunId, reason: z.string().max(500) });
 export const SimpleAck = z.object({ ok: z.boolean(), error: z.string().optional() });
 
 export const RunAssign = z.object({
@@ -88,7 +109,7 @@ export type RunAssign = z.infer<typeof RunAssign>;
 export const RunAssignAck = z.object({ accepted: z.boolean(), reason: z.string().optional() });
 export type RunAssignAck = z.infer<typeof RunAssignAck>;
 
-export const RunStarted = z.object({ runId: z.string() });
+export const RunStarted = z.object({ runId: AgentRunId });
 
 export const BatchEntry = z.discriminatedUnion('type', [
   z.object({
@@ -105,7 +126,7 @@ export type BatchEntry = z.infer<typeof BatchEntry>;
 
 /** A numbered batch; the server stores it once (dedup by run and seq) and acks. */
 export const RunBatch = z.object({
-  runId: z.string(),
+  runId: AgentRunId,
   seq: z.number().int().positive(),
   entries: z.array(BatchEntry).max(5000),
 });
@@ -122,7 +143,7 @@ export const BatchAck = z.object({
 export type BatchAck = z.infer<typeof BatchAck>;
 
 export const RunFinished = z.object({
-  runId: z.string(),
+  runId: AgentRunId,
   /** The last batch seq sent before this; the server waits until it has stored them all. */
   lastSeq: z.number().int().nonnegative(),
   /** The harness's verdict, or one the agent made (infra_error, timeout, canceled) when it had none. */
@@ -138,6 +159,9 @@ export type RunFinishedAck = z.infer<typeof RunFinishedAck>;
 export const RunCancel = z.object({ runId: z.string(), reason: z.string() });
 export const RunDeadline = z.object({ runId: z.string(), deadlineAt: z.number() });
 export const AgentDrain = z.object({ draining: z.boolean() });
+/** Sent just before the server disconnects a revoked agent: stop, and do not reconnect with this token. */
+export const AgentRevoked = z.object({ code: z.literal('agent_revoked'), reason: z.string() });
+export type AgentRevoked = z.infer<typeof AgentRevoked>;
 export type RunCancel = z.infer<typeof RunCancel>;
 export type RunDeadline = z.infer<typeof RunDeadline>;
 export type RunHandback = z.infer<typeof RunHandback>;
@@ -157,6 +181,7 @@ export const ServerToAgent = {
   'run.cancel': RunCancel,
   'run.deadline': RunDeadline,
   'agent.drain': AgentDrain,
+  'agent.revoked': AgentRevoked,
 } as const;
 
 export const AgentView = z.object({

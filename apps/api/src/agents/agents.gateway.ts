@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { AgentToServer } from '@dryft/libs';
-import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, RunFinishedAck } from '@dryft/libs';
+import { AgentToServer, isUuid } from '@dryft/libs';
+import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, FinalRefusal, RunFinishedAck } from '@dryft/libs';
 import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
@@ -94,6 +94,12 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Revoked: disconnected at once on every replica; what it ran can never report again, so it fails now. */
   async revoke(agentId: string, runIds: string[]): Promise<void> {
+    // The reason first, then the disconnect: both travel in order (through Redis too).
+    this.nsp.to(agentRoom(agentId)).emit('agent.revoked', {
+      code: 'agent_revoked',
+      reason:
+        'An organizer revoked this agent token; its runs were failed. Ask an organizer for a new token (dryft agent config).',
+    });
     this.nsp.in(agentRoom(agentId)).disconnectSockets(true);
     for (const runId of runIds) {
       await this.lifecycle.failInfra(
@@ -167,12 +173,25 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
           .map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`)
           .join('; ');
         this.logger.warn(`agent ${socket.data.agentName as string}: malformed ${event}: ${error}`);
-        reply({ ok: false, error: `malformed ${event}: ${error}` });
+        // Resending the same message cannot help: a final refusal, so the agent stops retrying.
+        const refusal: FinalRefusal = {
+          ok: false,
+          final: true,
+          code: 'invalid_payload',
+          error: `malformed ${event}, refused for good (do not resend): ${error}`,
+        };
+        reply(refusal);
         return;
       }
       handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
         if (isDatabaseUnavailable(err)) {
           reply({ ok: false, error: "The hub's database is unavailable right now; resend later." });
+          return;
+        }
+        if (err instanceof AppError && err.status < 500) {
+          const refusal: FinalRefusal = { ok: false, final: true, code: err.code, error: err.message };
+          this.logger.warn(`agent ${socket.data.agentName as string}: ${event} refused: ${err.message}`);
+          reply(refusal);
           return;
         }
         this.logger.error(
@@ -203,7 +222,8 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     }
     const slots = p.slots.map((s) => ({ index: s.index, gpus: s.gpus }));
     // Reconcile: what the agent still holds against what the server thinks it holds.
-    const reported = await this.repo.runsByIds(p.activeRuns.map((r) => r.runId));
+    // An id that is not a UUID names no run: it is reported as not kept, never sent to the database.
+    const reported = await this.repo.runsByIds(p.activeRuns.map((r) => r.runId).filter(isUuid));
     const runs = p.activeRuns.map((r) => {
       const row = reported.find((x) => x.id === r.runId);
       const keep = Boolean(
@@ -254,13 +274,14 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async heartbeat(agentId: string, p: Payload<'agent.heartbeat'>): Promise<AgentHeartbeatAck> {
     const now = this.clock.now();
+    const ids = p.activeRuns.filter(isUuid);
     await this.agents.markHeartbeat(agentId);
     await this.lifecycle.renewLeases(
       agentId,
-      p.activeRuns,
+      ids,
       new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
     );
-    const rows = await this.repo.runsByIds(p.activeRuns);
+    const rows = await this.repo.runsByIds(ids);
     const stop = p.activeRuns.filter((id) => {
       const row = rows.find((r) => r.id === id);
       return !row || row.agentId !== agentId || !(row.status === 'assigned' || row.status === 'running');

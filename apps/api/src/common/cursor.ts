@@ -1,5 +1,7 @@
 import { badRequest } from './errors';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Opaque pagination cursors: base64url of "<iso date>|<uuid>". */
 export function encodeCursor(createdAt: Date, id: string): string {
   return Buffer.from(`${createdAt.toISOString()}|${id}`).toString('base64url');
@@ -9,7 +11,7 @@ export function decodeCursor(cursor: string | undefined): { createdAt: Date; id:
   if (!cursor) return undefined;
   const [iso, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const createdAt = new Date(iso);
-  if (!id || Number.isNaN(createdAt.getTime()))
+  if (!id || !UUID.test(id) || Number.isNaN(createdAt.getTime()))
     throw badRequest('invalid_cursor', 'The cursor is not one this API returned; start from the first page.');
   return { createdAt, id };
 }

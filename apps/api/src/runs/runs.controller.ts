@@ -15,12 +15,10 @@ import type { Response } from 'express';
 import type { LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
 import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
-import { parseLimit } from '../common/cursor';
-import { badRequest } from '../common/errors';
 import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
-import { CancelRunDto, CreateRunDto } from './dto';
+import { CancelRunDto, CreateRunDto, LogsQueryDto, QuotaQueryDto, RunsListQueryDto } from './dto';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
@@ -49,20 +47,13 @@ export class RunsController {
   }
 
   @Get('api/runs')
-  list(
-    @CurrentPrincipal() principal: Principal,
-    @Query('benchmark') benchmark?: string,
-    @Query('status') status?: string,
-    @Query('submission') submission?: string,
-    @Query('cursor') cursor?: string,
-    @Query('limit') limit?: string,
-  ) {
+  list(@CurrentPrincipal() principal: Principal, @Query() query: RunsListQueryDto) {
     return this.runs.list(principal, {
-      benchmarkId: benchmark,
-      status,
-      submissionId: submission,
-      cursor,
-      limit: parseLimit(limit),
+      benchmarkId: query.benchmark,
+      status: query.status,
+      submissionId: query.submission,
+      cursor: query.cursor,
+      limit: query.limit ?? 20,
     });
   }
 
@@ -79,16 +70,9 @@ export class RunsController {
   logs(
     @CurrentPrincipal() principal: Principal,
     @Param('id', new UuidParam('run')) id: string,
-    @Query('after') after?: string,
-    @Query('limit') limit?: string,
+    @Query() query: LogsQueryDto,
   ): Promise<LogsPage> {
-    const from = after === undefined ? 0 : Number(after);
-    if (!Number.isInteger(from) || from < 0)
-      throw badRequest(
-        'invalid_after',
-        '`after` must be a non-negative integer: the nextAfter of the previous page, or 0.',
-      );
-    return this.runs.logs(principal, id, from, parseLimit(limit, 1000, 5000));
+    return this.runs.logs(principal, id, query.after ?? 0, query.limit ?? 1000);
   }
 
   @Get('api/runs/:id/result')
@@ -118,11 +102,8 @@ export class RunsController {
   }
 
   @Get('api/quota')
-  quota(
-    @CurrentPrincipal() principal: Principal,
-    @Query('benchmark') benchmark?: string,
-  ): Promise<QuotaView[]> {
-    return this.runs.quota(principal, benchmark);
+  quota(@CurrentPrincipal() principal: Principal, @Query() query: QuotaQueryDto): Promise<QuotaView[]> {
+    return this.runs.quota(principal, query.benchmark);
   }
 
   /** Organizers: forget cached baselines so the next run measures the baseline again. */

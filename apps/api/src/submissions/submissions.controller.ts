@@ -12,11 +12,14 @@ import {
 import { FileInterceptor } from '@nestjs/platform-express';
 import 'multer';
 import type { Response } from 'express';
+import { SubmissionsListQuery } from '@dryft/libs';
 import type { SubmissionView, UploadResponse } from '@dryft/libs';
-import { parseLimit } from '../common/cursor';
+import { createZodDto } from 'nestjs-zod';
 import { CurrentPrincipal, Principal, Public } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
 import { SubmissionsService } from './submissions.service';
+
+class SubmissionsListQueryDto extends createZodDto(SubmissionsListQuery) {}
 
 /** Far above every benchmark's own limit: the rules refuse with the exact limit; this only stops abuse. */
 const MULTER_LIMIT_BYTES = 8 * 1024 * 1024;
@@ -36,13 +39,12 @@ export class SubmissionsController {
   }
 
   @Get('api/submissions')
-  list(
-    @CurrentPrincipal() principal: Principal,
-    @Query('benchmark') benchmark?: string,
-    @Query('cursor') cursor?: string,
-    @Query('limit') limit?: string,
-  ) {
-    return this.submissions.list(principal, { benchmarkId: benchmark, cursor, limit: parseLimit(limit) });
+  list(@CurrentPrincipal() principal: Principal, @Query() query: SubmissionsListQueryDto) {
+    return this.submissions.list(principal, {
+      benchmarkId: query.benchmark,
+      cursor: query.cursor,
+      limit: query.limit ?? 20,
+    });
   }
 
   @Get('api/submissions/:id')

@@ -1,5 +1,5 @@
 import { io, type Socket } from 'socket.io-client';
-import { JoinAck, LiveServerToClient, type LiveServerEvents } from '@dryft/libs';
+import { JoinAck, LiveServerToClient, type AccessRevokedEvent, type LiveServerEvents } from '@dryft/libs';
 
 /**
  * One `/live` socket for the tab. The session cookie authenticates it at the handshake; signed-out
@@ -8,15 +8,71 @@ import { JoinAck, LiveServerToClient, type LiveServerEvents } from '@dryft/libs'
  */
 let socket: Socket | null = null;
 
+/** Backoff with jitter for reconnects socket.io leaves to us: 125 ms to 5 s, doubling per attempt. */
+export function reconnectDelay(attempt: number, random: () => number = Math.random): number {
+  const cap = Math.min(5_000, 250 * 2 ** Math.min(attempt, 10));
+  return Math.round(cap / 2 + random() * (cap / 2));
+}
+
+/**
+ * socket.io-client reconnects by itself after a lost network, but never after the server closed the
+ * connection ("io server disconnect": a clean API restart or shutdown) nor after a refused
+ * handshake. This reconnects in both cases, with backoff; the pages then re-join their rooms from
+ * where they were (`run.join` with `afterSeq` = the last line shown), so nothing is lost or doubled.
+ * A disconnect the tab asked for (`socket.disconnect()`) is left alone. Returns the cleanup.
+ */
+export function keepConnected(s: Socket, delay: (attempt: number) => number = reconnectDelay): () => void {
+  let attempt = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const retry = () => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!s.connected) s.connect();
+    }, delay(attempt++));
+  };
+  const onDisconnect = (reason: string) => {
+    if (reason === 'io server disconnect') retry();
+  };
+  const onConnectError = () => {
+    if (!s.active) retry();
+  };
+  const onConnect = () => {
+    attempt = 0;
+  };
+  s.on('disconnect', onDisconnect);
+  s.on('connect_error', onConnectError);
+  s.on('connect', onConnect);
+  return () => {
+    clearTimeout(timer);
+    s.off('disconnect', onDisconnect);
+    s.off('connect_error', onConnectError);
+    s.off('connect', onConnect);
+  };
+}
+
+/** A `/live` socket that stays connected across server restarts (see keepConnected). */
+export function createLiveSocket(url = '/live'): Socket {
+  const s = io(url, {
+    withCredentials: true,
+    transports: ['websocket', 'polling'],
+    reconnectionDelayMax: 5000,
+  });
+  keepConnected(s);
+  return s;
+}
+
 export function liveSocket(): Socket {
-  if (!socket) {
-    socket = io('/live', {
-      withCredentials: true,
-      transports: ['websocket', 'polling'],
-      reconnectionDelayMax: 5000,
-    });
-  }
+  if (!socket) socket = createLiveSocket();
   return socket;
+}
+
+/**
+ * Whether an `access.revoked` event ends the live view of a run of `teamId`: the credential is gone
+ * (teamId null), the team's rooms were left, or the run is named.
+ */
+export function revokesRun(e: AccessRevokedEvent, runId: string, teamId: string | null | undefined): boolean {
+  return e.teamId === null || e.runIds.includes(runId) || (teamId != null && e.teamId === teamId);
 }
 
 /** After sign-in or sign-out the handshake must be redone with the new cookie. */

@@ -1,0 +1,279 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { io, type Socket } from 'socket.io-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
+import { ApiProc, HttpUser, startApi, stopProc, toyStarter, until } from '../support/agent-helpers';
+import { createTestDatabase } from '../support/db';
+import { hasChromium } from '../support/prerequisites';
+import { freePort, ROOT } from '../support/quickstart';
+
+/**
+ * Issue 14, item 5: the run page keeps streaming across a clean API restart. The API process is
+ * stopped with SIGTERM (which disconnects every socket: "io server disconnect", after which
+ * socket.io-client never reconnects on its own) and started again on the same port while a run
+ * streams; the page must reconnect, rejoin from its last line, and show every line once, live.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const LINES = 240;
+
+/**
+ * An agent on the real /agents protocol that survives hub restarts the way the real one does:
+ * it reconnects, reports the run it holds with the last acknowledged batch, and resends the rest.
+ * It writes one line per batch at a steady pace, then succeeds.
+ */
+class RestartProofAgent {
+  socket!: Socket;
+  private acked = 0;
+  private runId: string | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+  ) {}
+
+  start(): void {
+    this.socket = io(`${this.url}/agents`, {
+      auth: { token: this.token },
+      transports: ['websocket'],
+      reconnection: false,
+    });
+    const again = () => {
+      if (!this.stopped) setTimeout(() => !this.socket.connected && this.socket.connect(), 300);
+    };
+    this.socket.on('disconnect', again);
+    this.socket.on('connect_error', again);
+    this.socket.on('connect', () => void this.ready());
+    this.socket.on('run.assign', (raw: unknown, ack: (a: unknown) => void) => {
+      const assign = RunAssign.parse(raw);
+      ack({ accepted: true });
+      this.runId = assign.runId;
+      this.acked = 0;
+      void this.play(assign.runId);
+    });
+    const beat = setInterval(() => {
+      if (this.socket.connected)
+        this.socket.emit('agent.heartbeat', { activeRuns: this.runId ? [this.runId] : [] }, () => undefined);
+    }, 2_000);
+    beat.unref();
+  }
+
+  private async ready(): Promise<void> {
+    const raw: unknown = await this.socket.timeout(10_000).emitWithAck('agent.ready', {
+      capabilities: {
+        accelerator: 'cpu',
+        gpuModel: null,
+        gpuCount: 0,
+        driver: null,
+        harnessVersion: 'scripted',
+        agentVersion: 'scripted',
+        benchmarks: [],
+      },
+      slots: [{ index: 0, gpus: [] }],
+      activeRuns: this.runId ? [{ runId: this.runId, lastAckedSeq: this.acked }] : [],
+    });
+    const ack = AgentReadyAck.parse(raw);
+    for (const r of ack.runs) if (r.runId === this.runId) this.acked = Math.max(this.acked, r.ackedSeq);
+  }
+
+  /** Sends until acknowledged, across disconnects. */
+  private async send(event: string, payload: unknown): Promise<unknown> {
+    for (;;) {
+      if (this.socket.connected) {
+        try {
+          return await this.socket.timeout(5_000).emitWithAck(event, payload);
+        } catch {
+          /* no ack: resend */
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private async play(runId: string): Promise<void> {
+    await this.send('run.started', { runId });
+    for (let n = 1; n <= LINES; n++) {
+      while (this.acked < n) {
+        const ack = BatchAck.safeParse(
+          await this.send('run.batch', {
+            runId,
+            seq: n,
+            entries: [{ type: 'log', n, ts: Date.now(), stream: 'out', text: `restart line ${n}` }],
+          }),
+        );
+        if (ack.success) this.acked = Math.max(this.acked, ack.data.ackedSeq);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    for (;;) {
+      const ack = (await this.send('run.finished', {
+        runId,
+        lastSeq: LINES,
+        canceled: false,
+        exitCode: 0,
+        result: {
+          type: 'result',
+          status: 'succeeded',
+          failureCode: null,
+          message: 'scripted',
+          score: null,
+          workloads: [],
+          metrics: {},
+        },
+      })) as { ok?: boolean };
+      if (ack?.ok) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    this.runId = null;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.socket?.close();
+  }
+}
+
+describe.skipIf(!hasChromium())('web run page across an API restart', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let api: ApiProc | undefined;
+  let port: number;
+  let dataDir: string;
+  let ctx: BrowserContext | undefined;
+  let agent: RestartProofAgent | undefined;
+  const dirs: string[] = [];
+  const ORG = 'restart-org';
+
+  const boot = async () => {
+    api = await startApi({ dbUrl: db.url, port, dataDir, env: { ADMIN_LOGINS: ORG } });
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    port = await freePort();
+    dataDir = path.join(ROOT, '.data', 'test', `web-restart-${process.pid}-${Date.now()}`);
+    mkdirSync(dataDir, { recursive: true });
+    await boot();
+  });
+  afterAll(async () => {
+    agent?.stop();
+    await ctx?.close();
+    await stopProc(api);
+    await db?.drop().catch(() => undefined);
+    for (const d of [dataDir, ...dirs]) if (d) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('reconnects and shows every line once, live, after the API restarts mid-run', async () => {
+    const url = `http://127.0.0.1:${port}`;
+    const org = await HttpUser.signIn(url, ORG);
+    const { token } = await org.createAgent('restart-box');
+    agent = new RestartProofAgent(url, token);
+    agent.start();
+    const owner = await HttpUser.signIn(url, 'restart-owner');
+    await owner.createTeam();
+
+    const dir = mkdtempSync(path.join(tmpdir(), 'dryft-e2e-restart-'));
+    dirs.push(dir);
+    ctx = await chromium.launchPersistentContext(dir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+      baseURL: url,
+    });
+    await ctx.addCookies(
+      owner.cookie.split('; ').map((kv) => {
+        const i = kv.indexOf('=');
+        return { name: kv.slice(0, i), value: kv.slice(i + 1), url };
+      }),
+    );
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    // Every log line the page receives over a live socket, per socket.
+    const sockets: number[][] = [];
+    page.on('websocket', (ws) => {
+      if (!ws.url().includes('/socket.io/')) return;
+      const seqs: number[] = [];
+      sockets.push(seqs);
+      ws.on('framereceived', ({ payload }) => {
+        const text = typeof payload === 'string' ? payload : payload.toString('utf8');
+        if (!text.startsWith('42/live,')) return;
+        const [event, body] = JSON.parse(text.slice('42/live,'.length)) as [
+          string,
+          { lines?: { seq: number }[] },
+        ];
+        if (event === 'run.log') seqs.push(...(body.lines ?? []).map((l) => l.seq));
+      });
+    });
+
+    const run = await owner.startRun(await owner.upload(await toyStarter()));
+    await page.goto(`/runs/${run.id}`);
+    const shown = async () =>
+      Number((await page.getByTestId('log-count').textContent())!.replace(/[^0-9]/g, ''));
+    await until('the first lines on the page', async () => (await shown()) >= 40, 60_000);
+
+    const restartedAt = Date.now();
+    await stopProc(api);
+    const atStop = await shown();
+    expect(atStop).toBeLessThan(LINES); // the restart really lands mid-run
+    await boot();
+    console.log(`[e2e web-restart] API restarted in ${Date.now() - restartedAt} ms at line ${atStop}`);
+
+    await until('every line on the page', async () => (await shown()) === LINES, 60_000);
+    const final = await owner.waitFor(run.id, (r) => r.status === 'succeeded', 30_000);
+    expect(final.lastLogSeq).toBe(LINES);
+    await page.getByText(`restart line ${LINES}`).waitFor({ timeout: 10_000 });
+    expect(await shown()).toBe(LINES);
+
+    // It came back over a new live socket (not the 5 s REST fallback), which carried the tail.
+    expect(sockets.length).toBeGreaterThanOrEqual(2);
+    const after = sockets.slice(1).flat();
+    expect(after).toContain(LINES);
+    // No line was sent twice over the sockets: the rejoin asked only for what came after the last.
+    const all = sockets.flat();
+    expect(new Set(all).size).toBe(all.length);
+  }, 180_000);
+
+  it('a member removed mid-run sees why the live log stopped, and gets no more lines', async () => {
+    const url = `http://127.0.0.1:${port}`;
+    const owner = await HttpUser.signIn(url, 'restart-owner');
+    const me = (await owner.get('/api/me')).body as { activeTeamId: string };
+    const teamId = me.activeTeamId;
+    const inviteCode = (await owner.get(`/api/teams/${teamId}`)).body.inviteCode as string;
+    const member = await HttpUser.signIn(url, 'restart-member');
+    expect((await member.post('/api/teams/join', { code: inviteCode })).status).toBe(200);
+    const memberId = ((await member.get('/api/me')).body as { user: { id: string } }).user.id;
+
+    const page = await ctx!.newPage();
+    await ctx!.clearCookies();
+    await ctx!.addCookies(
+      member.cookie.split('; ').map((kv) => {
+        const i = kv.indexOf('=');
+        return { name: kv.slice(0, i), value: kv.slice(i + 1), url };
+      }),
+    );
+    const run = await owner.startRun(await owner.upload(await toyStarter()));
+    await page.goto(`/runs/${run.id}`);
+    const shown = async () =>
+      Number((await page.getByTestId('log-count').textContent())!.replace(/[^0-9]/g, ''));
+    await until('lines on the page of the member', async () => (await shown()) >= 20, 60_000).catch(
+      async (err: Error) => {
+        const r = await owner.run(run.id);
+        throw new Error(
+          `${err.message}: run ${r.status}, ${r.lastLogSeq} lines; page: ${(await page.textContent('body'))?.slice(0, 800)}`,
+        );
+      },
+    );
+    const removedAt = Date.now();
+    expect((await owner.delete(`/api/teams/${teamId}/members/${memberId}`)).status).toBe(200);
+    const alert = page.getByTestId('live-revoked');
+    await alert.waitFor({ timeout: 5_000 });
+    console.log(`[e2e web-restart] removal shown on the page after ${Date.now() - removedAt} ms`);
+    expect(await alert.textContent()).toMatch(/Live updates stopped: You were removed from this team/);
+    const atRemoval = await shown();
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await shown()).toBe(atRemoval);
+    expect(atRemoval).toBeLessThan(LINES);
+    await page.close();
+  }, 120_000);
+});
