@@ -110,18 +110,27 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.nsp.in(agentRoom(agentId)).except(socket.id).disconnectSockets(true);
     this.logger.log(`agent ${name} connected (${socket.id})`);
 
-    this.on(socket, 'agent.ready', (p) => this.ready(socket, p));
-    this.on(socket, 'agent.heartbeat', (p) => this.heartbeat(agentId, p));
+    this.on(socket, 'agent.ready', (p) => {
+      this.connections.heardOf(
+        agentId,
+        p.activeRuns.map((r) => r.runId),
+      );
+      return this.ready(socket, p);
+    });
+    this.on(socket, 'agent.heartbeat', (p) => {
+      this.connections.heardOf(agentId, p.activeRuns);
+      return this.heartbeat(agentId, p);
+    });
     this.on(socket, 'run.started', async (p) => {
       await this.lifecycle.markStarted(p.runId, agentId);
       return { ok: true };
     });
-    this.on(
-      socket,
-      'run.batch',
-      (p) => this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>,
-    );
+    this.on(socket, 'run.batch', (p) => {
+      this.connections.heardOf(agentId, [p.runId]);
+      return this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>;
+    });
     this.on(socket, 'run.finished', async (p) => {
+      this.connections.heardOf(agentId, [p.runId]);
       const ack = (await this.serial(p.runId, () =>
         this.lifecycle.finish(p.runId, agentId, p),
       )) as RunFinishedAck;
@@ -196,7 +205,12 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
       return { ok: false, error: 'This agent was revoked.', runs: [] };
     }
     const slots = p.slots.map((s) => ({ index: s.index, gpus: s.gpus }));
-    // Reconcile: what the agent still holds against what the server thinks it holds.
+    // Reconcile: what the agent still holds against what the server thinks it holds. A run failed
+    // only because its lease lapsed while this agent was out of touch is still this agent's: back on.
+    await this.lifecycle.reinstate(
+      agentId,
+      p.activeRuns.map((r) => r.runId),
+    );
     const reported = await this.repo.runsByIds(p.activeRuns.map((r) => r.runId));
     const runs = p.activeRuns.map((r) => {
       const row = reported.find((x) => x.id === r.runId);
@@ -249,6 +263,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private async heartbeat(agentId: string, p: Payload<'agent.heartbeat'>): Promise<AgentHeartbeatAck> {
     const now = this.clock.now();
     await this.agents.markHeartbeat(agentId);
+    await this.lifecycle.reinstate(agentId, p.activeRuns);
     await this.lifecycle.renewLeases(
       agentId,
       p.activeRuns,

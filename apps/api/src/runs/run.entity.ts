@@ -74,6 +74,13 @@ export class RunEntity {
   @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
   leaseExpiresAt!: Date | null;
 
+  /**
+   * Set when the sweeper failed the run because its lease lapsed (not when the agent said it lost the
+   * run, nor on revoke): the agent that still holds it may report on, and its verdict is accepted.
+   */
+  @Column({ name: 'lease_lost_at', type: 'timestamptz', nullable: true })
+  leaseLostAt!: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

@@ -1,4 +1,5 @@
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
+import { LeaseLost1796100000000 } from './1796100000000-LeaseLost';
 import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
@@ -9,4 +10,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   RunsCore1796015525700,
   Agents1796015857416,
   GithubApp1796016798089,
+  LeaseLost1796100000000,
 ];
