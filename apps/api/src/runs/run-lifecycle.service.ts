@@ -9,6 +9,7 @@ import { CONFIG, Config } from '../config/config';
 import { RunEntity } from './run.entity';
 import { ACTIVE_STATUSES, RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
+import { capBatch } from './log-cap';
 
 type Emit = () => void;
 
@@ -86,9 +87,11 @@ export class RunLifecycleService {
           await this.applyEvent(tx, run, entry.event, after);
         }
       }
-      await tx.insertLogs(run.id, lines);
+      // The log cap: the head is stored now, lines past it wait in the run's tail for its end.
+      const stored = capBatch(run, lines, this.runsService.logLimits(run.benchmarkId));
+      await tx.insertLogs(run.id, stored);
       run.lastBatchSeq = batch.seq;
-      if (lines.length) run.lastLogSeq = Math.max(run.lastLogSeq, ...lines.map((l) => l.seq));
+      for (const l of stored) if (l.seq > run.lastLogSeq) run.lastLogSeq = l.seq;
       const starting = run.status === 'assigned';
       if (starting) {
         run.status = 'running';
@@ -97,10 +100,19 @@ export class RunLifecycleService {
       await tx
         .currentManager()
         .query(
-          'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5 WHERE id = $1',
-          [run.id, run.lastBatchSeq, run.lastLogSeq, run.status, run.startedAt],
+          'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5, log_lines = $6, log_bytes = $7, log_tail = $8 WHERE id = $1',
+          [
+            run.id,
+            run.lastBatchSeq,
+            run.lastLogSeq,
+            run.status,
+            run.startedAt,
+            run.logLines,
+            run.logBytes,
+            run.logTail === null ? null : JSON.stringify(run.logTail),
+          ],
         );
-      if (lines.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines }));
+      if (stored.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines: stored }));
       if (starting)
         after.unshift(
           () => void this.runsService.view(run).then((view) => this.bus.emit('run.status', { run: view })),
@@ -176,6 +188,7 @@ export class RunLifecycleService {
     finished: RunFinished,
   ): Promise<z.infer<typeof RunFinishedAck>> {
     let reinstated = false;
+    let endLines: LogLine[] = [];
     const outcome = await this.runs.transaction(async (tx) => {
       let run = await tx.lock(runId);
       if (!run) return { ack: { ok: false, error: 'No such run.' } };
@@ -199,6 +212,7 @@ export class RunLifecycleService {
           },
         };
       }
+      endLines = await this.runsService.storeEndOfLog(tx, run);
       const r = finished.result;
       const now = this.clock.now();
       run.finishedAt = now;
@@ -224,6 +238,7 @@ export class RunLifecycleService {
       return { ack: { ok: true }, run };
     });
     // A reinstated run is announced once: with its verdict, or as running again if that was refused.
+    if (endLines.length) this.bus.emit('run.logs', { runId, lines: endLines });
     if (outcome.run) await this.announceFinal(outcome.run);
     else if (reinstated) await this.announceStatus(runId);
     return outcome.ack;
@@ -316,6 +331,7 @@ export class RunLifecycleService {
       quota_refunded: true,
       ...extra,
     };
+    await this.runsService.flushLogTail(runId);
     const run = await this.runs.transition(runId, ['queued', 'assigned', 'running'], set);
     if (!run) return false;
     if (agentId && run.agentId !== agentId)

@@ -1,5 +1,6 @@
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import { LeaseLost1796100000000 } from './1796100000000-LeaseLost';
+import { LogCap1796100000001 } from './1796100000001-LogCap';
 import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
@@ -11,4 +12,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   Agents1796015857416,
   GithubApp1796016798089,
   LeaseLost1796100000000,
+  LogCap1796100000001,
 ];
