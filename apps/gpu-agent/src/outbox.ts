@@ -1,8 +1,20 @@
-import { BatchAck, FinalRefusal } from '@dryft/libs';
-import type { BatchEntry, HarnessEvent, RunBatch } from '@dryft/libs';
+import {
+  BatchAck,
+  FinalRefusal,
+  DEFAULT_LOG_LIMITS,
+  dropNotice,
+  headBytes,
+  headLines,
+  RollingTail,
+  tailBytes,
+  truncateLine,
+  utf8Bytes,
+} from '@dryft/libs';
+import type { BatchEntry, HarnessEvent, LogLimits, RunBatch } from '@dryft/libs';
+
+type Stream = 'out' | 'harness' | 'agent';
 
 const MAX_ENTRIES = 5_000;
-const MAX_TEXT = 16_384;
 /** Rough cap on a batch's JSON size, well under the server's message limit. */
 const MAX_BYTES = 2 * 1024 * 1024;
 
@@ -25,6 +37,10 @@ export class Outbox {
   private pumping = false;
   private idleWaiters: (() => void)[] = [];
   private closed = false;
+  /** The run's log cap: the head is sent as it comes, the rest waits in a rolling tail for the end. */
+  private headLines = 0;
+  private headBytes = 0;
+  private tail: RollingTail<{ stream: Stream; text: string; ts: number }> | null = null;
 
   constructor(
     readonly runId: string,
@@ -33,6 +49,7 @@ export class Outbox {
     private readonly onStop: () => void,
     private readonly intervalMs = 50,
     private readonly log: (m: string) => void = () => undefined,
+    private readonly limits: LogLimits = DEFAULT_LOG_LIMITS,
   ) {}
 
   get lastSeq(): number {
@@ -47,14 +64,51 @@ export class Outbox {
     return this.lineNo;
   }
 
-  line(stream: 'out' | 'harness' | 'agent', text: string): void {
-    // The schema caps a line; longer output is split, never dropped.
-    for (let i = 0; i === 0 || i < text.length; i += MAX_TEXT) {
-      this.push(
-        { type: 'log', n: ++this.lineNo, ts: Date.now(), stream, text: text.slice(i, i + MAX_TEXT) },
-        Math.min(text.length, MAX_TEXT) + 64,
+  /**
+   * One line, under the run's log cap (the hub stores no more, so nothing more is sent): cut to
+   * `maxLineBytes` with a marker; sent now while the head has room, else kept in the rolling tail
+   * that {@link endOfLog} sends when the run ends.
+   */
+  line(stream: Stream, raw: string): void {
+    const text = truncateLine(raw, this.limits.maxLineBytes).text;
+    const bytes = utf8Bytes(text);
+    if (
+      !this.tail &&
+      this.headLines < headLines(this.limits) &&
+      this.headBytes + bytes <= headBytes(this.limits)
+    ) {
+      this.headLines++;
+      this.headBytes += bytes;
+      this.push({ type: 'log', n: ++this.lineNo, ts: Date.now(), stream, text }, bytes + 64);
+      return;
+    }
+    if (!this.tail) {
+      this.tail = new RollingTail(this.limits.tailLines, tailBytes(this.limits));
+      this.log(
+        `run ${this.runId}: the log reached its cap (${this.limits.maxLines} lines, ${this.limits.maxBytes} bytes); keeping its last lines for the end`,
       );
     }
+    this.tail.push({ stream, text, ts: Date.now() }, bytes);
+  }
+
+  /** The end of a capped log, before the verdict: one notice line where lines were dropped, then the kept tail. */
+  endOfLog(): void {
+    const tail = this.tail;
+    this.tail = null;
+    if (!tail) return;
+    const kept = tail.items();
+    if (tail.droppedLines > 0) {
+      const text = dropNotice(tail.droppedLines, tail.droppedBytes, this.limits, kept.length);
+      this.push(
+        { type: 'log', n: ++this.lineNo, ts: kept[0]?.ts ?? Date.now(), stream: 'agent', text },
+        text.length + 64,
+      );
+    }
+    for (const l of kept)
+      this.push(
+        { type: 'log', n: ++this.lineNo, ts: l.ts, stream: l.stream, text: l.text },
+        l.text.length + 64,
+      );
   }
 
   event(event: HarnessEvent): void {

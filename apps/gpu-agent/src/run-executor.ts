@@ -70,6 +70,8 @@ export class RunExecutor {
   private events?: net.Server;
   private harnessResult: HarnessResultEvent | null = null;
   private partial = '';
+  /** Inside an over-long line that was already sent cut: its rest is skipped. */
+  private cutLine = false;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private readonly runDir: string;
@@ -88,6 +90,7 @@ export class RunExecutor {
       () => this.stop('lost', 'the server ended this run'),
       host.config.batchIntervalMs,
       host.log,
+      assign.logs,
     );
     this.done = new Promise((r) => (this.resolveDone = r));
   }
@@ -119,6 +122,7 @@ export class RunExecutor {
       }
       this.phase = 'finishing';
       this.flushPartial();
+      this.outbox.endOfLog();
       this.outbox.cut();
       await this.report(
         prepared === null && !this.stopReason
@@ -410,16 +414,23 @@ export class RunExecutor {
     const text = this.partial + data;
     const parts = text.split('\n');
     this.partial = parts.pop() ?? '';
-    for (const part of parts) this.outbox.line('out', part.replace(/\r$/, ''));
+    for (const part of parts) {
+      // The rest of a line already sent cut (over the cap per line) is dropped.
+      if (this.cutLine) this.cutLine = false;
+      else this.outbox.line('out', part.replace(/\r$/, ''));
+    }
     if (this.partial.length > 16_384) {
-      this.outbox.line('out', this.partial);
+      // An over-long line: sent now, cut with a marker, and the rest of it skipped until its newline.
+      if (!this.cutLine) this.outbox.line('out', this.partial);
+      this.cutLine = true;
       this.partial = '';
     }
   }
 
   private flushPartial(): void {
-    if (this.partial) this.outbox.line('out', this.partial.replace(/\r$/, ''));
+    if (this.partial && !this.cutLine) this.outbox.line('out', this.partial.replace(/\r$/, ''));
     this.partial = '';
+    this.cutLine = false;
   }
 
   /** The verdict, resent until the server acknowledges it (the host retries across reconnects). */

@@ -54,7 +54,7 @@ describe('Outbox', () => {
     outbox.close();
   });
 
-  it('splits over-long lines instead of dropping them and stops when the server says so', async () => {
+  it('cuts an over-long line with a marker (one line) and stops when the server says so', async () => {
     const s = server();
     let stopped = false;
     const outbox = new Outbox(
@@ -67,7 +67,10 @@ describe('Outbox', () => {
     outbox.line('out', 'x'.repeat(40_000));
     outbox.cut();
     await outbox.drained();
-    expect(s.lines()).toEqual([1, 2, 3]);
+    expect(s.lines()).toEqual([1]);
+    const text = (s.stored[0].entries[0] as { text: string }).text;
+    expect(text.length).toBeLessThanOrEqual(16_384);
+    expect(text).toMatch(/^x+ … \[line cut: this run's log keeps 16,384 bytes per line\]$/);
     expect(stopped).toBe(true);
   });
 
@@ -95,6 +98,32 @@ describe('Outbox', () => {
     expect(logged.join('\n')).toMatch(
       /refused batch 1 for good \(invalid_payload: malformed run.batch: runId\)/,
     );
+  });
+
+  it('sends the head of a capped log as it comes and the notice and last lines at the end, numbered without a gap', async () => {
+    const s = server();
+    const limits = { maxLines: 100, maxBytes: 1024 * 1024, maxLineBytes: 16_384, tailLines: 10 };
+    const outbox = new Outbox(
+      'run-3',
+      (b) => s.receive(b),
+      () => true,
+      () => undefined,
+      5,
+      () => undefined,
+      limits,
+    );
+    for (let i = 0; i < 1000; i++) outbox.line('out', `line ${i}`);
+    outbox.cut();
+    await outbox.drained();
+    expect(s.lines()).toEqual([...Array(89).keys()].map((i) => i + 1)); // 100 - 10 - 1 sent live
+    outbox.endOfLog();
+    outbox.cut();
+    await outbox.drained();
+    const texts = s.stored.flatMap((b) => b.entries.map((e) => (e as { text: string }).text));
+    expect(s.lines()).toEqual([...Array(100).keys()].map((i) => i + 1));
+    expect(texts[0]).toBe('line 0');
+    expect(texts[89]).toMatch(/^… 901 lines \(\d+ KB\) dropped here: this run's log is capped at 100 lines/);
+    expect(texts.slice(90)).toEqual([...Array(10).keys()].map((i) => `line ${990 + i}`));
   });
 });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DecodeChecks, DecodeLimits, DecodeWorkload, TrainingSpecTask } from '../harness/spec';
+import { DEFAULT_LOG_LIMITS, LogLimits } from './log-cap';
 
 /**
  * A benchmark definition file (`config/benchmarks/*.yaml`). Values here are the defaults an
@@ -27,6 +28,8 @@ const Common = z.object({
   starter: z.string(),
   scoring: z.object({ unit: z.string(), description: z.string() }),
   announcement: z.string().optional(),
+  /** The cap on each run's stored log (libs/src/benchmarks/log-cap.ts): defaults when left out. */
+  logs: LogLimits.default(DEFAULT_LOG_LIMITS),
 });
 
 export const DailyLimits = z.object({

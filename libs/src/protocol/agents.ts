@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HarnessEvent, HarnessResultEvent } from '../harness/events';
 import { HarnessSpec } from '../harness/spec';
+import { LogLimits } from '../benchmarks/log-cap';
 
 /**
  * The `/agents` socket.io namespace. The agent authenticates at the handshake with
@@ -103,6 +104,8 @@ export const RunAssign = z.object({
   spec: HarnessSpec,
   /** Whole-run deadline, epoch milliseconds. */
   deadlineAt: z.number(),
+  /** The run's log cap (the benchmark's `logs`): the agent sends no more than the hub stores. */
+  logs: LogLimits.optional(),
 });
 export type RunAssign = z.infer<typeof RunAssign>;
 

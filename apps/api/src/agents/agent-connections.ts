@@ -20,6 +20,26 @@ export interface LocalAgent {
 @Injectable()
 export class AgentConnections {
   private readonly byAgent = new Map<string, LocalAgent>();
+  /**
+   * When this process last received a message in which an agent said it holds a run (heartbeat,
+   * batch, verdict), on the monotonic clock and at receipt, before any database work: the sweeper
+   * judges leases on what agents sent, even while their messages still wait to be processed.
+   */
+  private readonly heard = new Map<string, { agentId: string; at: number }>();
+
+  heardOf(agentId: string, runIds: string[]): void {
+    const at = performance.now();
+    for (const runId of runIds) this.heard.set(runId, { agentId, at });
+    if (this.heard.size > 10_000)
+      for (const [runId, h] of this.heard) if (at - h.at > 60_000) this.heard.delete(runId);
+  }
+
+  /** Whether `agentId` said it holds `runId` within the last `withinMs` (on this process). */
+  heardRecently(runId: string, agentId: string, withinMs: number): boolean {
+    const h = this.heard.get(runId);
+    if (!h) return false;
+    return h.agentId === agentId && performance.now() - h.at <= withinMs;
+  }
 
   set(agent: LocalAgent): void {
     this.byAgent.set(agent.agentId, agent);

@@ -118,18 +118,27 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.nsp.in(agentRoom(agentId)).except(socket.id).disconnectSockets(true);
     this.logger.log(`agent ${name} connected (${socket.id})`);
 
-    this.on(socket, 'agent.ready', (p) => this.ready(socket, p));
-    this.on(socket, 'agent.heartbeat', (p) => this.heartbeat(agentId, p));
+    this.on(socket, 'agent.ready', (p) => {
+      this.connections.heardOf(
+        agentId,
+        p.activeRuns.map((r) => r.runId),
+      );
+      return this.ready(socket, p);
+    });
+    this.on(socket, 'agent.heartbeat', (p) => {
+      this.connections.heardOf(agentId, p.activeRuns);
+      return this.heartbeat(agentId, p);
+    });
     this.on(socket, 'run.started', async (p) => {
       await this.lifecycle.markStarted(p.runId, agentId);
       return { ok: true };
     });
-    this.on(
-      socket,
-      'run.batch',
-      (p) => this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>,
-    );
+    this.on(socket, 'run.batch', (p) => {
+      this.connections.heardOf(agentId, [p.runId]);
+      return this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>;
+    });
     this.on(socket, 'run.finished', async (p) => {
+      this.connections.heardOf(agentId, [p.runId]);
       const ack = (await this.serial(p.runId, () =>
         this.lifecycle.finish(p.runId, agentId, p),
       )) as RunFinishedAck;
@@ -223,7 +232,11 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const slots = p.slots.map((s) => ({ index: s.index, gpus: s.gpus }));
     // Reconcile: what the agent still holds against what the server thinks it holds.
     // An id that is not a UUID names no run: it is reported as not kept, never sent to the database.
-    const reported = await this.repo.runsByIds(p.activeRuns.map((r) => r.runId).filter(isUuid));
+    // A run failed only because its lease lapsed while this agent was out of touch is still this
+    // agent's: back on.
+    const held = p.activeRuns.map((r) => r.runId).filter(isUuid);
+    await this.lifecycle.reinstate(agentId, held);
+    const reported = await this.repo.runsByIds(held);
     const runs = p.activeRuns.map((r) => {
       const row = reported.find((x) => x.id === r.runId);
       const keep = Boolean(
@@ -276,6 +289,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const now = this.clock.now();
     const ids = p.activeRuns.filter(isUuid);
     await this.agents.markHeartbeat(agentId);
+    await this.lifecycle.reinstate(agentId, ids);
     await this.lifecycle.renewLeases(
       agentId,
       ids,

@@ -213,6 +213,16 @@ export class AgentsRepository extends TransactionalRepository {
     return rows.map((r) => ({ id: r.id, agentId: r.agent_id }));
   }
 
+  /** Every active lease ends no sooner than `until` (after this process or its clock paused). */
+  async extendLeases(until: Date): Promise<number> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET lease_expires_at = $1 WHERE status IN ('assigned', 'running') AND agent_id IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at < $1) RETURNING id`,
+      [until],
+    );
+    const rows = (Array.isArray(raw[0]) ? raw[0] : raw) as unknown[];
+    return rows.length;
+  }
+
   /** Runs past their whole-run deadline (plus a grace for the agent's own verdict to land). */
   async overdue(cutoff: Date): Promise<string[]> {
     const rows: { id: string }[] = await this.manager.query(

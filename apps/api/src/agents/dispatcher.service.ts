@@ -174,6 +174,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
         submission: await this.submissionRef(run, token),
         spec: await this.specFor(run, agent.capabilities),
         deadlineAt: run.deadlineAt!.getTime(),
+        logs: this.registry.get(run.benchmarkId)?.logs,
       });
       const raw: unknown = await agent.socket.timeout(ASSIGN_ACK_MS).emitWithAck('run.assign', payload);
       const ack = RunAssignAck.safeParse(raw);

@@ -1,13 +1,15 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import type { RunFinishedAck } from '@dryft/libs';
 import type { z } from 'zod';
 import { TERMINAL_STATUSES, baselineKey } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
+import { CONFIG, Config } from '../config/config';
 import { RunEntity } from './run.entity';
 import { ACTIVE_STATUSES, RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
+import { capBatch } from './log-cap';
 
 type Emit = () => void;
 
@@ -26,6 +28,7 @@ export class RunLifecycleService {
     private readonly runsService: RunsService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   async markStarted(runId: string, agentId: string): Promise<void> {
@@ -49,10 +52,15 @@ export class RunLifecycleService {
 
   async storeBatch(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
     const after: Emit[] = [];
+    let reinstated = false;
     const ack = await this.runs.transaction(async (tx) => {
-      const run = await tx.lock(runId);
+      let run = await tx.lock(runId);
       if (!run || run.agentId !== agentId)
         return { ok: false, ackedSeq: 0, stop: true, error: 'This run is not assigned to this agent.' };
+      if (run.status === 'failed' && run.leaseLostAt && (await this.reinstateLocked(tx, run))) {
+        run = (await tx.lock(runId))!;
+        reinstated = true;
+      }
       if (!ACTIVE_STATUSES.includes(run.status)) return { ok: true, ackedSeq: run.lastBatchSeq, stop: true };
       if (batch.seq <= run.lastBatchSeq) return { ok: true, ackedSeq: run.lastBatchSeq };
       if (batch.seq > run.lastBatchSeq + 1) {
@@ -70,9 +78,11 @@ export class RunLifecycleService {
           await this.applyEvent(tx, run, entry.event, after);
         }
       }
-      await tx.insertLogs(run.id, lines);
+      // The log cap: the head is stored now, lines past it wait in the run's tail for its end.
+      const stored = capBatch(run, lines, this.runsService.logLimits(run.benchmarkId));
+      await tx.insertLogs(run.id, stored);
       run.lastBatchSeq = batch.seq;
-      if (lines.length) run.lastLogSeq = Math.max(run.lastLogSeq, ...lines.map((l) => l.seq));
+      for (const l of stored) if (l.seq > run.lastLogSeq) run.lastLogSeq = l.seq;
       const starting = run.status === 'assigned';
       if (starting) {
         run.status = 'running';
@@ -81,18 +91,38 @@ export class RunLifecycleService {
       await tx
         .currentManager()
         .query(
-          'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5 WHERE id = $1',
-          [run.id, run.lastBatchSeq, run.lastLogSeq, run.status, run.startedAt],
+          'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5, log_lines = $6, log_bytes = $7, log_tail = $8 WHERE id = $1',
+          [
+            run.id,
+            run.lastBatchSeq,
+            run.lastLogSeq,
+            run.status,
+            run.startedAt,
+            run.logLines,
+            run.logBytes,
+            run.logTail === null ? null : JSON.stringify(run.logTail),
+          ],
         );
-      if (lines.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines }));
+      if (stored.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines: stored }));
       if (starting)
         after.unshift(
           () => void this.runsService.view(run).then((view) => this.bus.emit('run.status', { run: view })),
         );
       return { ok: true, ackedSeq: run.lastBatchSeq };
     });
+    if (reinstated) await this.announceStatus(runId);
     for (const emit of after) emit();
     return ack;
+  }
+
+  /** {@link reinstate} inside a batch's or verdict's transaction (the run row is locked). */
+  private async reinstateLocked(tx: RunsRepository, run: RunEntity): Promise<boolean> {
+    return (await this.reinstateRows(tx, run.agentId!, [run.id])).length > 0;
+  }
+
+  private async announceStatus(runId: string): Promise<void> {
+    const run = await this.runs.findById(runId);
+    if (run) this.bus.emit('run.status', { run: await this.runsService.view(run) });
   }
 
   private async applyEvent(
@@ -154,9 +184,20 @@ export class RunLifecycleService {
     agentId: string,
     finished: RunFinished,
   ): Promise<z.infer<typeof RunFinishedAck>> {
+    let reinstated = false;
+    let endLines: LogLine[] = [];
     const outcome = await this.runs.transaction(async (tx) => {
-      const run = await tx.lock(runId);
+      let run = await tx.lock(runId);
       if (!run) return { ack: { ok: false, error: 'No such run.' } };
+      if (
+        run.status === 'failed' &&
+        run.leaseLostAt &&
+        run.agentId === agentId &&
+        (await this.reinstateLocked(tx, run))
+      ) {
+        run = (await tx.lock(runId))!;
+        reinstated = true;
+      }
       if (TERMINAL_STATUSES.includes(run.status)) return { ack: { ok: true } };
       if (run.agentId !== agentId)
         return { ack: { ok: false, error: 'This run is not assigned to this agent.' } };
@@ -168,6 +209,7 @@ export class RunLifecycleService {
           },
         };
       }
+      endLines = await this.runsService.storeEndOfLog(tx, run);
       const r = finished.result;
       const now = this.clock.now();
       run.finishedAt = now;
@@ -194,18 +236,65 @@ export class RunLifecycleService {
       await tx.save(run);
       return { ack: { ok: true }, run };
     });
+    // A reinstated run is announced once: with its verdict, or as running again if that was refused.
+    if (endLines.length) this.bus.emit('run.logs', { runId, lines: endLines });
     if (outcome.run) await this.announceFinal(outcome.run);
+    else if (reinstated) await this.announceStatus(runId);
     return outcome.ack;
   }
 
   /** The agent stopped renewing its lease: the run fails as infra_error and is never run again. */
-  async failForLostLease(runId: string, agentId: string, reason: string): Promise<boolean> {
+  async failForLostLease(
+    runId: string,
+    agentId: string,
+    reason: string,
+    opts: { lapsed?: boolean } = {},
+  ): Promise<boolean> {
     return this.failActive(
       runId,
       agentId,
       'infra_error',
       `The GPU agent stopped responding (${reason}). This is not your engine's fault; retry once.`,
+      opts.lapsed ? { lease_lost_at: this.clock.now() } : {},
     );
+  }
+
+  /**
+   * The agent that held a run whose lease lapsed reports it again (heartbeat, reconnect, batch or
+   * verdict): it still holds the run, so the run goes back to where it was and its lines and verdict
+   * are stored. Only the sweeper's lapsed-lease failure is undone (never a revoke, a cancel, or a run
+   * the agent said it lost), only for that same agent, and only before the whole-run deadline (plus
+   * grace). Such a run was never queued again, so no other agent can have executed it.
+   */
+  async reinstate(agentId: string, runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const ids = await this.reinstateRows(this.runs, agentId, runIds);
+    for (const id of ids) await this.announceStatus(id);
+    return ids;
+  }
+
+  /** The conditional UPDATE behind {@link reinstate}: only lapsed-lease failures of this agent, before the deadline. */
+  private async reinstateRows(repo: RunsRepository, agentId: string, runIds: string[]): Promise<string[]> {
+    const now = this.clock.now();
+    const raw = await repo.currentManager().query(
+      `UPDATE runs SET status = CASE WHEN started_at IS NULL THEN 'assigned' ELSE 'running' END,
+              failure_code = NULL, message = NULL, finished_at = NULL, quota_refunded = false,
+              lease_lost_at = NULL, lease_expires_at = $3
+        WHERE id = ANY($2) AND agent_id = $1 AND status = 'failed' AND lease_lost_at IS NOT NULL
+          AND (deadline_at IS NULL OR deadline_at + make_interval(secs => $4::int) > $5)
+        RETURNING id`,
+      [
+        agentId,
+        runIds,
+        new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
+        this.config.DEADLINE_GRACE_SECONDS,
+        now,
+      ],
+    );
+    const ids = ((Array.isArray(raw[0]) ? raw[0] : raw) as { id: string }[]).map((r) => r.id);
+    for (const id of ids)
+      this.logger.warn(`run ${id}: its agent ${agentId} still holds it after its lease lapsed; reinstated`);
+    return ids;
   }
 
   async failInfra(runId: string, agentId: string | null, message: string): Promise<boolean> {
@@ -230,6 +319,7 @@ export class RunLifecycleService {
     agentId: string | null,
     code: 'infra_error',
     message: string,
+    extra: Record<string, unknown> = {},
   ): Promise<boolean> {
     const set: Record<string, unknown> = {
       status: 'failed',
@@ -238,7 +328,9 @@ export class RunLifecycleService {
       finished_at: this.clock.now(),
       lease_expires_at: null,
       quota_refunded: true,
+      ...extra,
     };
+    await this.runsService.flushLogTail(runId);
     const run = await this.runs.transition(runId, ['queued', 'assigned', 'running'], set);
     if (!run) return false;
     if (agentId && run.agentId !== agentId)

@@ -2,11 +2,20 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 
 import type {
   FailureCode,
   HarnessSpec,
+  LogLine,
   RunMode,
   RunStatus,
   ScoreInterval,
   WorkloadSummary,
 } from '@dryft/libs';
+
+/** The pending end of a capped log: the last lines past the head, and what fell out before them. */
+export interface LogTail {
+  lines: LogLine[];
+  bytes: number;
+  droppedLines: number;
+  droppedBytes: number;
+}
 
 /**
  * One evaluation of a submission. States: queued → assigned → running → succeeded | failed | canceled.
@@ -98,6 +107,27 @@ export class RunEntity {
 
   @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
   leaseExpiresAt!: Date | null;
+
+  /**
+   * Set when the sweeper failed the run because its lease lapsed (not when the agent said it lost the
+   * run, nor on revoke): the agent that still holds it may report on, and its verdict is accepted.
+   */
+  @Column({ name: 'lease_lost_at', type: 'timestamptz', nullable: true })
+  leaseLostAt!: Date | null;
+
+  /** Log lines and UTF-8 bytes stored for this run (the cap's accounting; docs/API.md "Log cap"). */
+  @Column({ name: 'log_lines', type: 'integer', default: 0 })
+  logLines!: number;
+
+  @Column({ name: 'log_bytes', type: 'bigint', default: 0 })
+  logBytes!: string;
+
+  /**
+   * Lines past the head of a capped log, not stored yet: a rolling window of the last ones (and
+   * how many fell out of it), stored after a notice line when the run ends.
+   */
+  @Column({ name: 'log_tail', type: 'jsonb', nullable: true })
+  logTail!: LogTail | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;

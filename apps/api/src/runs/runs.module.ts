@@ -9,10 +9,11 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
+import { StorageController } from './storage.controller';
 
 @Module({
   imports: [BenchmarksModule, SubmissionsModule, TeamsModule, UsersModule, LeaderboardsModule],
-  controllers: [RunsController],
+  controllers: [RunsController, StorageController],
   providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository],
   exports: [RunsService, RunLifecycleService, RunsRepository],
 })

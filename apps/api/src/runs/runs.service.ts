@@ -9,7 +9,8 @@ import type {
   RunResultView,
   RunView,
 } from '@dryft/libs';
-import { TERMINAL_STATUSES } from '@dryft/libs';
+import { DEFAULT_LOG_LIMITS, TERMINAL_STATUSES } from '@dryft/libs';
+import type { LogLimits, LogLine } from '@dryft/libs';
 import type { EntityManager } from 'typeorm';
 import type { z } from 'zod';
 import { BanPolicy } from '../bans/ban-policy';
@@ -35,6 +36,8 @@ import { chooseRun, utcDay } from './run-options';
 import { checkView, metricView, runView, sampleView } from './run-views';
 import { RunEntity } from './run.entity';
 import { RunsRepository } from './runs.repository';
+import { endOfLog } from './log-cap';
+import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** An in-flight key older than this never committed (its request died): a retry may take it over. */
@@ -64,7 +67,36 @@ export class RunsService implements OnModuleInit {
     private readonly clock: Clock,
     private readonly bus: EventBus,
     private readonly bans: BanPolicy,
+    private readonly registry: BenchmarkRegistry,
   ) {}
+
+  /** The log cap of a benchmark's runs (its definition's `logs`, or the defaults). */
+  logLimits(benchmarkId: string): LogLimits {
+    return this.registry.get(benchmarkId)?.logs ?? DEFAULT_LOG_LIMITS;
+  }
+
+  /** Stores the end of a capped log (notice and kept tail) inside the caller's transaction; returns it to emit. */
+  async storeEndOfLog(tx: RunsRepository, run: RunEntity): Promise<LogLine[]> {
+    if (!run.logTail) return [];
+    const lines = endOfLog(run, this.logLimits(run.benchmarkId), this.clock.now().getTime());
+    await tx.insertLogs(run.id, lines);
+    await tx
+      .currentManager()
+      .query(
+        'UPDATE runs SET log_tail = NULL, log_lines = $2, log_bytes = $3, last_log_seq = $4 WHERE id = $1',
+        [run.id, run.logLines, run.logBytes, run.lastLogSeq],
+      );
+    return lines;
+  }
+
+  /** Before a run ends without its agent's verdict (lost, revoked, canceled): the end of its log is stored. */
+  async flushLogTail(runId: string): Promise<void> {
+    const lines = await this.runs.transaction(async (tx) => {
+      const run = await tx.lock(runId);
+      return run ? this.storeEndOfLog(tx, run) : [];
+    });
+    if (lines.length) this.bus.emit('run.logs', { runId, lines });
+  }
 
   onModuleInit(): void {
     this.bus.on('benchmark.settings_changed', ({ benchmarkId, runTimeLimitSeconds }) =>
@@ -328,6 +360,7 @@ export class RunsService implements OnModuleInit {
 
   /** Used by member cancels and by the server's whole-run limit. */
   async cancelRun(runId: string, message: string, reason: string) {
+    await this.flushLogTail(runId);
     const now = this.clock.now();
     const changed = await this.runs.transition(runId, ['queued', 'assigned', 'running'], {
       status: 'canceled',

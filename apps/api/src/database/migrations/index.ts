@@ -1,6 +1,8 @@
 import { OrganizerConsole1796041358443 } from './1796041358443-OrganizerConsole';
 import { ScoreInterval1796041522086 } from './1796041522086-ScoreInterval';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
+import { LeaseLost1796100000000 } from './1796100000000-LeaseLost';
+import { LogCap1796100000001 } from './1796100000001-LogCap';
 import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
@@ -13,4 +15,6 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   GithubApp1796016798089,
   OrganizerConsole1796041358443,
   ScoreInterval1796041522086,
+  LeaseLost1796100000000,
+  LogCap1796100000001,
 ];
