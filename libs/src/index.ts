@@ -5,6 +5,7 @@ export * from './harness/spec';
 export * from './benchmarks/definition';
 export * from './archive/tar';
 export * from './archive/rules';
+export * from './archive/python';
 export * from './rest/accounts';
 export * from './rest/runs';
 export * from './protocol/agents';
