@@ -51,8 +51,14 @@ export const QuotaView = z.object({
   /** "public", "official", or a tier id for benchmarks with tiers. */
   bucket: z.string(),
   limit: z.number().int().nullable(),
+  /** Runs of today in this bucket that count (refunded runs do not). */
   used: z.number().int(),
   remaining: z.number().int().nullable(),
+  /**
+   * Runs of today in this bucket that were refunded: canceled before they started (queued or
+   * assigned), or failed `infra_error` / `harness_error`. They do not count in `used`.
+   */
+  refunded: z.number().int().default(0),
   resetsAt: z.string(),
 });
 export type QuotaView = z.infer<typeof QuotaView>;
@@ -85,6 +91,8 @@ export const RunView = z.object({
   /** Whole-run deadline (changes when the organizer changes the limit). */
   deadlineAt: z.string().nullable(),
   lastLogSeq: z.number().int(),
+  /** True when this run does not count against the daily limit (see QuotaView.refunded). */
+  quotaRefunded: z.boolean().default(false),
 });
 export type RunView = z.infer<typeof RunView>;
 

@@ -36,6 +36,7 @@ export function runView(
     finishedAt: iso(r.finishedAt),
     deadlineAt: iso(r.deadlineAt),
     lastLogSeq: r.lastLogSeq,
+    quotaRefunded: r.quotaRefunded,
   };
 }
 

@@ -69,6 +69,14 @@ export class RunsRepository extends TransactionalRepository {
     return n;
   }
 
+  async countRefunded(benchmarkId: string, holder: string, bucket: string, day: string): Promise<number> {
+    const [{ n }] = await this.manager.query(
+      `SELECT count(*)::int AS n FROM runs WHERE benchmark_id = $1 AND quota_holder = $2 AND quota_bucket = $3 AND quota_day = $4 AND quota_refunded`,
+      [benchmarkId, holder, bucket, day],
+    );
+    return n;
+  }
+
   /** 1-based place in the queue of the run's benchmark (null unless queued). */
   async queuePosition(run: RunEntity): Promise<number | null> {
     if (run.status !== 'queued') return null;

@@ -222,6 +222,7 @@ export class RunsService implements OnModuleInit {
         limit: choice.dailyLimit,
         used: used + 1,
         remaining: choice.dailyLimit === null ? null : choice.dailyLimit - used - 1,
+        refunded: await tx.countRefunded(benchmark.id, holder, choice.quotaBucket, day),
         resetsAt: resetsAt.toISOString(),
       };
       const position = await tx.queuePosition(run);
@@ -308,16 +309,22 @@ export class RunsService implements OnModuleInit {
     return this.cancelRun(run.id, `Canceled by ${principal.user.login}: ${body.reason}`, body.reason);
   }
 
-  /** Used by member cancels and by the server's whole-run limit. */
+  /**
+   * Used by member cancels and by the server's whole-run limit. A run canceled before it started
+   * (queued or assigned) is refunded: it does not count against the daily limit.
+   */
   async cancelRun(runId: string, message: string, reason: string) {
     const now = this.clock.now();
-    const changed = await this.runs.transition(runId, ['queued', 'assigned', 'running'], {
+    const set = {
       status: 'canceled',
       cancel_reason: reason,
       message,
       finished_at: now,
       lease_expires_at: null,
-    });
+    };
+    const changed =
+      (await this.runs.transition(runId, ['queued', 'assigned'], { ...set, quota_refunded: true })) ??
+      (await this.runs.transition(runId, ['running'], set));
     const current = changed ?? (await this.runs.findById(runId))!;
     const view = await this.view(current);
     if (changed) {
@@ -381,12 +388,16 @@ export class RunsService implements OnModuleInit {
     const buckets = quotaBuckets(b);
     return Promise.all(
       buckets.map(async ({ bucket, limit }) => {
-        const used = await this.runs.countQuota(b.id, holder, bucket, day);
+        const [used, refunded] = await Promise.all([
+          this.runs.countQuota(b.id, holder, bucket, day),
+          this.runs.countRefunded(b.id, holder, bucket, day),
+        ]);
         return {
           bucket,
           limit,
           used,
           remaining: limit === null ? null : Math.max(0, limit - used),
+          refunded,
           resetsAt: resetsAt.toISOString(),
         };
       }),

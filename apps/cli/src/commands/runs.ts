@@ -224,6 +224,7 @@ export function printRunLine(ctx: Context, run: RunView): void {
   if (run.failureCode) ctx.out.line(`  ${ctx.out.paint('red', run.failureCode)}: ${run.message ?? ''}`);
   else if (run.message && run.status !== 'succeeded') ctx.out.line(`  ${run.message}`);
   if (run.cancelReason) ctx.out.line(`  canceled: ${run.cancelReason}`);
+  if (run.quotaRefunded) ctx.out.line('  Refunded: this run does not count against the daily limit.');
   if (run.status === 'failed' && (run.failureCode === 'infra_error' || run.failureCode === 'harness_error')) {
     ctx.out.line(
       '  This is an infrastructure failure: retry once; if it persists, contact the organizer with the full Run ID, the message and the time.',
@@ -270,7 +271,7 @@ export async function startAndReport(
       );
       if (created.quota.limit !== null)
         ctx.out.line(
-          `Daily limit (${created.quota.bucket}): ${created.quota.remaining} of ${created.quota.limit} left, resets ${shortTime(created.quota.resetsAt)} UTC.`,
+          `Daily limit (${created.quota.bucket}): ${created.quota.remaining} of ${created.quota.limit} left${created.quota.refunded ? ` (${created.quota.refunded} refunded, not counted)` : ''}, resets ${shortTime(created.quota.resetsAt)} UTC.`,
         );
       ctx.out.line(`Follow it: dryft logs ${run.id} --follow    Result: dryft result ${run.id} --wait`);
     }
@@ -399,7 +400,7 @@ export async function logsCmd(
 }
 
 function printRunLineTo(ctx: Context, run: RunView): void {
-  const s = `Run ${run.id} ${run.status}${run.failureCode ? ` (${run.failureCode}: ${run.message ?? ''})` : ''}${run.score !== null ? `, score ${formatScore(run.score)}` : ''}.`;
+  const s = `Run ${run.id} ${run.status}${run.failureCode ? ` (${run.failureCode}: ${run.message ?? ''})` : ''}${run.score !== null ? `, score ${formatScore(run.score)}` : ''}${run.quotaRefunded ? ' (refunded: not counted against the daily limit)' : ''}.`;
   ctx.out.note(s);
 }
 
