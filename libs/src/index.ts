@@ -3,6 +3,7 @@ export * from './errors';
 export * from './harness/events';
 export * from './harness/spec';
 export * from './benchmarks/definition';
+export * from './benchmarks/capacity';
 export * from './archive/tar';
 export * from './archive/rules';
 export * from './archive/python';

@@ -9,11 +9,12 @@ import { RunLifecycleService } from './run-lifecycle.service';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
+import { WaitingService } from './waiting.service';
 
 @Module({
   imports: [BenchmarksModule, SubmissionsModule, TeamsModule, UsersModule, LeaderboardsModule],
   controllers: [RunsController],
-  providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository],
-  exports: [RunsService, RunLifecycleService, RunsRepository],
+  providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository, WaitingService],
+  exports: [RunsService, RunLifecycleService, RunsRepository, WaitingService],
 })
 export class RunsModule {}

@@ -34,6 +34,7 @@ import { chooseRun, utcDay } from './run-options';
 import { checkView, metricView, runView, sampleView } from './run-views';
 import { RunEntity } from './run.entity';
 import { RunsRepository } from './runs.repository';
+import { WaitingService } from './waiting.service';
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** An in-flight key older than this never committed (its request died): a retry may take it over. */
@@ -62,6 +63,7 @@ export class RunsService implements OnModuleInit {
     private readonly users: UsersService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
+    private readonly waiting: WaitingService,
   ) {}
 
   onModuleInit(): void {
@@ -233,6 +235,9 @@ export class RunsService implements OnModuleInit {
       if (inTransaction) await inTransaction(tx.currentManager(), response);
       return { run, response };
     });
+    const position = result.response.run.queuePosition;
+    if (position !== null)
+      result.response.run.waiting = await this.waiting.forRun(result.run, position).catch(() => null);
     this.bus.emit('run.queued', { runId: result.run.id, benchmarkId: benchmark.id });
     this.bus.emit('run.status', { run: result.response.run });
     return result.response;
@@ -277,6 +282,7 @@ export class RunsService implements OnModuleInit {
       submissionName: submission ? `${submission.sourceName} #${submission.number}` : 'unknown',
       createdBy: creator?.login ?? 'unknown',
       queuePosition: position,
+      waiting: position !== null ? await this.waiting.forRun(run, position) : null,
     });
   }
 
