@@ -189,6 +189,8 @@ export async function waitAndReport(
 ): Promise<{ run: RunView; exit: number }> {
   const timeoutMs = seconds * 1000;
   let lastStatus = run.status;
+  let lastReason: string | null = null;
+  let suggested = false;
   const { run: final, timedOut } = await waitForRun({
     api,
     runId: run.id,
@@ -199,7 +201,22 @@ export async function waitAndReport(
       if (r.status !== lastStatus && !ctx.out.progressEnabled && !ctx.json)
         ctx.out.note(`run ${r.id}: ${r.status}`);
       lastStatus = r.status;
-      const q = r.queuePosition ? ` (queue position ${r.queuePosition})` : '';
+      // Why it waits: said once per change, on its own line, with the suggestion to cancel.
+      if (r.waiting && r.waiting.reason !== lastReason && !ctx.json)
+        ctx.out.note(`waiting: ${r.waiting.reason}`);
+      if (r.waiting?.suggestCancel && !suggested && !ctx.json) {
+        suggested = true;
+        ctx.out.note(
+          `No capable agent has been seen for a while: \`dryft cancel ${r.id} --reason "no agent"\` is refunded (it never started).`,
+        );
+      }
+      lastReason = r.waiting?.reason ?? null;
+      const eta = r.waiting
+        ? r.waiting.etaSeconds === null
+          ? ', no estimate'
+          : `, starts in ~${formatDuration(r.waiting.etaSeconds)}${r.waiting.etaIsGuess ? ' (guess)' : ''}`
+        : '';
+      const q = r.queuePosition ? ` (queue position ${r.queuePosition}${eta})` : '';
       ctx.out.progress(
         `${bar(elapsed / timeoutMs)} ${r.status}${q}  ${formatDuration(elapsed / 1000)} of ${formatDuration(seconds)}`,
       );
