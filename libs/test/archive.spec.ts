@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -28,7 +29,39 @@ function rawEntry(name: string, flag: string, content = Buffer.alloc(0), linknam
   return Buffer.concat([header, content, pad]);
 }
 const tarGz = (...entries: Buffer[]) => gzipSync(Buffer.concat([...entries, Buffer.alloc(1024)]));
-const engine = rawEntry('engine.py', '0', Buffer.from('class Engine:\n    pass\n'));
+const ENGINE_PY =
+  'class Engine:\n    def __init__(self, model_path):\n        pass\n\n    def generate(self, input_ids, max_new_tokens):\n        yield [0]\n';
+const engine = rawEntry('engine.py', '0', Buffer.from(ENGINE_PY));
+
+/** A PAX extended header carrying `path` (its length field counts bytes), then the entry itself. */
+function paxEntry(name: string, content: Buffer): Buffer {
+  const body = ` path=${name}\n`;
+  let len = Buffer.byteLength(body) + 1;
+  while (Buffer.byteLength(`${len}${body}`) !== len) len += 1;
+  const record = Buffer.from(`${len}${body}`);
+  return Buffer.concat([rawEntry('././@PaxHeader', 'x', record), rawEntry('placeholder.py', '0', content)]);
+}
+
+/** An archive written by CPython's own tarfile (PAX format, its default), as a participant's script would. */
+function pythonTarGz(files: Record<string, string>): Buffer {
+  const script = `
+import io, json, sys, tarfile
+files = json.load(sys.stdin)
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+    for name, text in files.items():
+        data = text.encode("utf-8")
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+sys.stdout.buffer.write(buf.getvalue())
+`;
+  const res = spawnSync(process.env.HARNESS_PYTHON ?? 'python3', ['-c', script], {
+    input: JSON.stringify(files),
+  });
+  if (res.status !== 0) throw new Error(res.stderr.toString());
+  return res.stdout;
+}
 
 async function expectRefused(bytes: Buffer, rule: string) {
   const v = await validateArchive(bytes);
@@ -116,7 +149,7 @@ describe('archive rules against hostile archives (property-based)', () => {
             content: Buffer.from('x=1\n'),
           }));
           await expectRefused(
-            packFiles([{ name: 'engine.py', content: Buffer.from('class Engine: pass\n') }, ...files]),
+            packFiles([{ name: 'engine.py', content: Buffer.from(ENGINE_PY) }, ...files]),
             'file_count',
           );
         },
@@ -159,7 +192,7 @@ describe('archive rules against hostile archives (property-based)', () => {
         }),
         async (extra) => {
           const files = [
-            { name: 'engine.py', content: Buffer.from('class Engine: pass\n') },
+            { name: 'engine.py', content: Buffer.from(ENGINE_PY) },
             ...extra
               .filter(([s, e]) => `${s}${e}` !== 'engine.py')
               .map(([s, e]) => ({ name: `pkg/${s}${e}`, content: Buffer.from(`# ${s}\n`) })),
@@ -179,6 +212,51 @@ describe('archive rules against hostile archives (property-based)', () => {
       ),
       { numRuns: 25 },
     );
+  });
+
+  it("reads PAX headers by bytes: Python tarfile's café.py beside engine.py is accepted", async () => {
+    const v = await validateArchive(
+      pythonTarGz({
+        'engine.py': ENGINE_PY,
+        'café.py': 'X = 1\n',
+        'ünï/çødé.py': 'Y = 2\n',
+        'z.py': 'Z = 3\n',
+      }),
+    );
+    expect(v.problems).toEqual([]);
+    expect(v.files.map((f) => f.path).sort()).toEqual(['café.py', 'engine.py', 'z.py', 'ünï/çødé.py']);
+    // The same with crafted bytes, several non-ASCII records in a row.
+    const crafted = await validateArchive(
+      tarGz(
+        engine,
+        paxEntry('naïve/café.py', Buffer.from('A = 1\n')),
+        paxEntry('日本.py', Buffer.from('B = 2\n')),
+      ),
+    );
+    expect(crafted.problems).toEqual([]);
+    expect(crafted.files.map((f) => f.path)).toEqual(['engine.py', 'naïve/café.py', '日本.py']);
+  });
+
+  it('refuses an NFC/NFD pair of the same name in PAX headers (unique_names)', async () => {
+    const nfc = 'caf\u00e9.py';
+    const nfd = 'cafe\u0301.py';
+    expect(nfc).not.toBe(nfd);
+    await expectRefused(
+      pythonTarGz({ 'engine.py': ENGINE_PY, [nfc]: 'A = 1\n', [nfd]: 'B = 2\n' }),
+      'unique_names',
+    );
+    await expectRefused(
+      tarGz(engine, paxEntry(nfc, Buffer.from('A = 1\n')), paxEntry(nfd, Buffer.from('B = 2\n'))),
+      'unique_names',
+    );
+  });
+
+  it('refuses a PAX record whose length does not match its bytes', async () => {
+    const bad = Buffer.concat([
+      rawEntry('././@PaxHeader', 'x', Buffer.from('99 path=x.py\n')),
+      rawEntry('x.py', '0'),
+    ]);
+    await expectRefused(tarGz(engine, bad), 'format');
   });
 
   it('round-trips long names through pax headers', () => {
@@ -206,7 +284,7 @@ describe('archive rules against hostile archives (property-based)', () => {
   });
 
   it('holds single files to UTF-8, name and size', () => {
-    expect(validateSingleFile('submission.py', Buffer.from('x = 1\n')).ok).toBe(true);
+    expect(validateSingleFile('submission.py', Buffer.from('SUBMISSION = Submission(a, b)\n')).ok).toBe(true);
     expect(validateSingleFile('submission.py', Buffer.from([0xc3, 0x28])).problems[0].rule).toBe('text');
     expect(validateSingleFile('sub.py', Buffer.from('x')).problems[0].rule).toBe('filename');
   });

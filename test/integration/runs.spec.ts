@@ -397,7 +397,10 @@ describe('runs, results and leaderboards through the REST API', () => {
         await hank.upload(
           '/api/submissions',
           { benchmark: 'deep-recurrence' },
-          { name: 'submission.py', content: Buffer.from('x = 1\n') },
+          {
+            name: 'submission.py',
+            content: readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py')),
+          },
         )
       ).body.submission.id;
       const hard = await hank.post(`/api/submissions/${hsub}/runs`, {

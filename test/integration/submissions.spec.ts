@@ -144,6 +144,85 @@ describe('submissions', () => {
     expect(archive.body.error.message).toMatch(/UTF-8/);
   });
 
+  it.each([
+    [
+      'an engine.py with a SyntaxError',
+      { 'engine.py': 'class Engine:\n    def __init__(self, model_path)\n        pass\n' },
+      'python_syntax',
+      "engine.py, line 2, column 35: expected ':'",
+    ],
+    [
+      'a helper module that does not parse',
+      {
+        'engine.py': readFileSync(path.join(ROOT, 'starters/toy-decode/engine/engine.py'), 'utf8'),
+        'ops/fused.py': 'def fused(x):\n    return (x +\n',
+      },
+      'python_syntax',
+      "ops/fused.py, line 2, column 12: '(' was never closed",
+    ],
+    [
+      'an engine.py without class Engine',
+      { 'engine.py': 'def generate(input_ids, max_new_tokens):\n    pass\n' },
+      'entrypoint',
+      'engine.py, line 1, column 1: engine.py does not define class Engine',
+    ],
+    [
+      'an Engine whose generate has the wrong parameters',
+      {
+        'engine.py':
+          'class Engine:\n    def __init__(self, model_path):\n        pass\n\n    def generate(self, prompt):\n        yield []\n',
+      },
+      'entrypoint',
+      'engine.py, line 5, column 5: generate(self, prompt) cannot be called as engine.generate(input_ids, max_new_tokens)',
+    ],
+  ])('refuses %s with a 422 naming file, line and column', async (_what, files, rule, message) => {
+    const res = await upload(alice, 'toy-decode', 'broken.tar.gz', archiveOf(files));
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('invalid_submission');
+    expect(res.body.error.message).toContain(message);
+    const problem = res.body.error.details.problems.find((p: { rule: string }) => p.rule === rule);
+    expect(problem).toMatchObject({ rule, line: expect.any(Number), column: expect.any(Number) });
+    expect(problem.entry).toMatch(/\.py$/);
+  });
+
+  it('refuses a submission.py that cannot be imported, and a refused upload counts nothing', async () => {
+    const { owner: carol } = await ownerWithTeam(hub, 'sub-carol');
+    const broken = [
+      ['def (:\n    pass\n', 'python_syntax', 'submission.py, line 1, column 5: invalid syntax'],
+      ['import torch\nx = [1, 2\n', 'python_syntax', "submission.py, line 2, column 5: '[' was never closed"],
+      [
+        'import torch\n\ndef build_model(spec):\n    return None\n',
+        'entrypoint',
+        'does not define SUBMISSION',
+      ],
+    ] as const;
+    for (const [source, rule, message] of broken) {
+      const res = await upload(carol, 'deep-recurrence', 'submission.py', Buffer.from(source));
+      expect(res.status).toBe(422);
+      expect(res.body.error.message).toContain(message);
+      expect(res.body.error.details.verdicts.find((v: { rule: string }) => v.rule === rule).passed).toBe(
+        false,
+      );
+    }
+    const quota = await carol.get('/api/quota?benchmark=deep-recurrence');
+    expect(quota.body).toEqual(
+      expect.arrayContaining([expect.objectContaining({ bucket: 'hard', used: 0, remaining: 1 })]),
+    );
+    expect((await carol.get('/api/submissions')).body.items).toEqual([]);
+    expect((await carol.get('/api/runs')).body.items).toEqual([]);
+    // The one Hard run of the day is still there for a file that parses.
+    const sample = readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py'));
+    const good = await upload(carol, 'deep-recurrence', 'submission.py', sample);
+    expect(good.status).toBe(201);
+    const run = await carol.post(`/api/submissions/${good.body.submission.id}/runs`, {
+      mode: 'official',
+      tier: 'hard',
+      confirm: true,
+    });
+    expect(run.status).toBe(201);
+    expect(run.body.quota).toMatchObject({ bucket: 'hard', used: 1, limit: 1, remaining: 0 });
+  });
+
   it('refuses missing fields and unknown benchmarks clearly', async () => {
     const noFile = await hub.http
       .post('/api/submissions')

@@ -2,9 +2,10 @@ import { io, Socket } from 'socket.io-client';
 import type { AgentCapabilities, HarnessEvent, HarnessResultEvent, RunAssign } from '@dryft/libs';
 
 /**
- * A scripted agent speaking the real `/agents` protocol over socket.io: it records what dispatch
- * assigns (the spec, with the cached baseline the hub looked up for its capabilities), and reports
- * harness events and verdicts the way the real agent does.
+ * A scripted agent speaking the real `/agents` protocol over socket.io, with the capabilities a
+ * test gives it (CPU by default): it accepts every assignment and keeps it until told otherwise,
+ * records what dispatch assigns (the spec, with the cached baseline the hub looked up for its
+ * capabilities), and reports harness events and verdicts the way the real agent does.
  */
 export class ScriptedAgent {
   readonly socket: Socket;
@@ -27,7 +28,7 @@ export class ScriptedAgent {
     });
   }
 
-  async ready(capabilities: Partial<AgentCapabilities> = {}, slots = 1) {
+  async ready(opts: { slots?: number; capabilities?: Partial<AgentCapabilities> } = {}) {
     await new Promise<void>((resolve, reject) => {
       if (this.socket.connected) resolve();
       this.socket.once('connect', () => resolve());
@@ -42,9 +43,9 @@ export class ScriptedAgent {
         harnessVersion: 'test',
         agentVersion: 'test',
         benchmarks: [],
-        ...capabilities,
+        ...opts.capabilities,
       },
-      slots: Array.from({ length: slots }, (_, index) => ({ index, gpus: [] })),
+      slots: Array.from({ length: opts.slots ?? 1 }, (_, index) => ({ index, gpus: [] })),
       activeRuns: [],
     });
   }
@@ -69,5 +70,9 @@ export class ScriptedAgent {
       exitCode: 0,
       result: { type: 'result', ...result },
     });
+  }
+
+  close(): void {
+    this.socket.close();
   }
 }

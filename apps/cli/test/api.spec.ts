@@ -295,6 +295,68 @@ describe('waiting', () => {
     expect(timeout.code).toBe(6);
     expect(timeout.stdout).toContain('dryft result');
   });
+
+  it('run --wait and result --wait say why a queued run waits, with its estimate, and suggest a refunded cancel', async () => {
+    let polls = 0;
+    const waiting = (suggestCancel: boolean) => ({
+      reason:
+        'No online agent can run deep-recurrence: it needs an NVIDIA H100 or H200; the agents online have: cpu.',
+      capableAgents: 0,
+      capableSlots: 0,
+      busySlots: 0,
+      position: 1,
+      etaSeconds: null,
+      etaIsGuess: true,
+      lastCapableSeenAt: null,
+      suggestCancel,
+    });
+    const busy = {
+      ...waiting(false),
+      reason: 'All 1 slot that can run toy-decode is busy (local). It is next in line.',
+      capableAgents: 1,
+      capableSlots: 1,
+      busySlots: 1,
+      etaSeconds: 95,
+    };
+    const stub = await stubServer((req, res) => {
+      if (req.path === `/api/submissions/${SUB}`) return json(res, 200, submissionView());
+      if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
+      if (req.method === 'POST') return json(res, 201, createdBody());
+      if (req.path.endsWith('/result'))
+        return json(res, 200, {
+          run: runView({ status: 'succeeded', queuePosition: null }),
+          score: 100,
+          workloads: [],
+          samples: [],
+          checks: [],
+          metrics: {},
+          detail: null,
+          complete: true,
+        });
+      polls += 1;
+      if (polls <= 2)
+        return json(res, 200, runView({ status: 'queued', queuePosition: 1, waiting: waiting(polls === 2) }));
+      if (polls <= 4) return json(res, 200, runView({ status: 'queued', queuePosition: 1, waiting: busy }));
+      return json(res, 200, runView({ status: 'succeeded', queuePosition: null, score: 100 }));
+    });
+    closers.push(stub.close);
+    const env = { DRYFT_TOKEN: TOKEN, DRYFT_API_URL: stub.url };
+    const r = await cli(['run', SUB, '--mode', 'public', '--wait', '30'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const said = r.stdout + r.stderr;
+    expect(said).toContain(
+      'waiting: No online agent can run deep-recurrence: it needs an NVIDIA H100 or H200; the agents online have: cpu.',
+    );
+    expect(said).toMatch(/dryft cancel \S+ --reason "no agent"` is refunded/);
+    expect(said).toContain(
+      'waiting: All 1 slot that can run toy-decode is busy (local). It is next in line.',
+    );
+    expect(said.match(/waiting: No online agent/g)).toHaveLength(1);
+    polls = 0;
+    const res = await cli(['result', 'run-1', '--wait', '--timeout', '30'], env);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout + res.stderr).toContain('waiting: No online agent can run deep-recurrence');
+  });
 });
 
 describe('version', () => {

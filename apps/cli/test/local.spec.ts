@@ -8,7 +8,8 @@ import { validateArchive } from '@dryft/libs/node';
 import { cli } from './helpers';
 
 let dir: string;
-const engine = 'class Engine:\n    def __init__(self, model_path):\n        pass\n';
+const engine =
+  'class Engine:\n    def __init__(self, model_path):\n        pass\n\n    def generate(self, input_ids, max_new_tokens):\n        yield [0]\n';
 
 async function folder(name: string, files: Record<string, string | Buffer>): Promise<string> {
   const root = path.join(dir, name);
@@ -68,6 +69,28 @@ describe('dryft validate', () => {
     expect(JSON.parse(r.stdout).verdicts).toEqual(server.verdicts);
   });
 
+  it('refuses Python that cannot be imported, offline, naming file, line and column', async () => {
+    const broken = await folder('broken-syntax', {
+      'engine.py': engine,
+      'ops/attn.py': 'def f(:\n    pass\n',
+    });
+    const r = await cli(['validate', broken]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/FAIL {2}python_syntax/);
+    expect(r.stdout).toContain('ops/attn.py, line 1, column 7: invalid syntax');
+    const noClass = await folder('no-class', { 'engine.py': 'def generate():\n    pass\n' });
+    const r2 = await cli(['validate', noClass]);
+    expect(r2.code).toBe(2);
+    expect(r2.stdout).toMatch(/FAIL {2}entrypoint/);
+    expect(r2.stdout).toContain('engine.py, line 1, column 1: engine.py does not define class Engine');
+    const single = path.join(dir, 'bad-single', 'submission.py');
+    await fs.mkdir(path.dirname(single));
+    writeFileSync(single, 'import torch\n\ndef (:\n    pass\n');
+    const r3 = await cli(['validate', single]);
+    expect(r3.code).toBe(2);
+    expect(r3.stdout).toContain('submission.py, line 3, column 5: invalid syntax');
+  });
+
   it('refuses a ZIP with the format rule', async () => {
     const zip = path.join(dir, 'engine.zip');
     writeFileSync(zip, Buffer.from([0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0]));
@@ -86,7 +109,7 @@ describe('dryft validate', () => {
 
   it('checks a single submission.py with the single-file rules', async () => {
     const good = path.join(dir, 'submission.py');
-    writeFileSync(good, 'SUBMISSION = None\n');
+    writeFileSync(good, 'SUBMISSION = Submission(build_model=m, build_optimizer=o)\n');
     expect((await cli(['validate', good])).code).toBe(0);
     const wrong = path.join(dir, 'train.py');
     writeFileSync(wrong, 'x = 1\n');

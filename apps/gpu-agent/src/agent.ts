@@ -96,6 +96,7 @@ export class Agent {
       ),
       agentVersion: version(path.resolve(__dirname, '..', 'package.json'), /"version":\s*"([^"]+)"/, '0.0.0'),
       benchmarks: config.benchmarks,
+      cannotRun: {},
     };
   }
 

@@ -1,3 +1,4 @@
+import { checkEngineModule, checkSubmissionModule, parsePython } from './python';
 import { readTar, TarEntry, TarFormatError } from './tar';
 
 /**
@@ -30,13 +31,15 @@ export const ARCHIVE_RULES = {
   compressed_size: 'At most 2 MiB compressed',
   expanded_size: 'At most 16 MiB expanded',
   file_count: 'At most 200 files',
-  entrypoint: 'engine.py at the root of the archive',
+  entrypoint:
+    'engine.py at the root of the archive, exporting class Engine with __init__(self, model_path) and generate(self, input_ids, max_new_tokens)',
   layout: 'No containing folder and no ./ path prefixes',
   paths: 'No absolute paths, no .. and no empty or control-character names',
   entry_types: 'Regular files and folders only: no links, devices or pipes',
   unique_names: 'No duplicate names, also after ignoring case and Unicode normalization',
   extensions: `Allowed file types only: ${ALLOWED_EXTENSIONS.join(' ')}`,
   text: 'UTF-8 text files only (no binaries, no macOS ._ files)',
+  python_syntax: 'Every .py file is valid Python 3.11 (checked without running it)',
 } as const;
 export type ArchiveRule = keyof typeof ARCHIVE_RULES;
 
@@ -44,6 +47,8 @@ export const SINGLE_FILE_RULES = {
   filename: 'The file is named submission.py',
   size: 'At most 256 KiB',
   text: 'UTF-8 text',
+  python_syntax: 'Valid Python 3.11 (checked without running it)',
+  entrypoint: 'Defines SUBMISSION = Submission(build_model=..., build_optimizer=...) at module level',
 } as const;
 export type SingleFileRule = keyof typeof SINGLE_FILE_RULES;
 
@@ -51,6 +56,9 @@ export interface RuleProblem<R extends string = string> {
   rule: R;
   /** The archive entry the problem is about, when there is one. */
   entry?: string;
+  /** For Python problems: where in `entry` (1-based). */
+  line?: number;
+  column?: number;
   message: string;
 }
 
@@ -300,8 +308,40 @@ export function validateTar(
   }
   if (!problems.some((p) => p.rule === 'format' || p.rule === 'file_count' || p.rule === 'expanded_size')) {
     checkLayout([...seen.values()], problems);
+    checkPythonFiles(files, problems);
   }
   return finish(problems, files, expanded);
+}
+
+/**
+ * Parses every .py file (nothing runs) and checks engine.py's class Engine: a file that cannot be
+ * imported is refused at upload, before it can spend a run.
+ */
+function checkPythonFiles(files: ValidatedFile[], problems: RuleProblem<ArchiveRule>[]): void {
+  for (const file of files) {
+    if (!file.path.endsWith('.py')) continue;
+    const mod = parsePython(utf8.decode(file.content));
+    if (mod.error) {
+      problems.push(pythonProblem('python_syntax', file.path, mod.error));
+    } else if (file.path === 'engine.py') {
+      const entry = checkEngineModule(mod);
+      if (entry) problems.push(pythonProblem('entrypoint', file.path, entry));
+    }
+  }
+}
+
+function pythonProblem<R extends string>(
+  rule: R,
+  file: string,
+  at: { line: number; column: number; message: string },
+): RuleProblem<R> {
+  return {
+    rule,
+    entry: file,
+    line: at.line,
+    column: at.column,
+    message: `${file}, line ${at.line}, column ${at.column}: ${at.message}`,
+  };
 }
 
 function checkLayout(names: string[], problems: RuleProblem<ArchiveRule>[]): void {
@@ -343,6 +383,14 @@ export function validateSingleFile(filename: string, content: Uint8Array): Valid
   }
   if (!isUtf8(content)) {
     problems.push({ rule: 'text', message: 'submission.py is not valid UTF-8 text.' });
+  } else if (content.length <= SINGLE_FILE_LIMITS.bytes) {
+    const mod = parsePython(utf8.decode(content));
+    const shown = SINGLE_FILE_LIMITS.filename;
+    if (mod.error) problems.push(pythonProblem('python_syntax', shown, mod.error));
+    else {
+      const entry = checkSubmissionModule(mod);
+      if (entry) problems.push(pythonProblem('entrypoint', shown, entry));
+    }
   }
   return {
     ok: problems.length === 0,

@@ -57,21 +57,41 @@ function typeOf(flag: string): TarEntryType {
   }
 }
 
+/**
+ * PAX records are `<length> <key>=<value>\n`, where length counts BYTES (UTF-8): the records are
+ * cut from the bytes, and each is decoded on its own, so a non-ASCII name does not shift the next.
+ */
 function parsePax(data: Uint8Array): Record<string, string> {
   const out: Record<string, string> = {};
-  const body = decoder.decode(data);
   let pos = 0;
-  while (pos < body.length) {
-    const space = body.indexOf(' ', pos);
-    if (space === -1) break;
-    const len = parseInt(body.slice(pos, space), 10);
-    if (!Number.isFinite(len) || len <= 0) throw new TarFormatError('bad pax header record');
-    const record = body.slice(space + 1, pos + len - 1);
+  while (pos < data.length) {
+    if (data[pos] === 0) break; // padding
+    const space = data.indexOf(0x20, pos);
+    if (space === -1) throw new TarFormatError('bad pax header record');
+    const digits = decoder.decode(data.subarray(pos, space));
+    const len = /^[0-9]+$/.test(digits) ? parseInt(digits, 10) : NaN;
+    if (
+      !Number.isFinite(len) ||
+      len <= space - pos + 1 ||
+      pos + len > data.length ||
+      data[pos + len - 1] !== 0x0a
+    )
+      throw new TarFormatError('bad pax header record');
+    const record = strictUtf8(data.subarray(space + 1, pos + len - 1));
     const eq = record.indexOf('=');
     if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1);
     pos += len;
   }
   return out;
+}
+
+const strictDecoder = new TextDecoder('utf-8', { fatal: true });
+function strictUtf8(bytes: Uint8Array): string {
+  try {
+    return strictDecoder.decode(bytes);
+  } catch {
+    throw new TarFormatError('a pax header record is not UTF-8');
+  }
 }
 
 /**

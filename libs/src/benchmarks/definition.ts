@@ -19,6 +19,11 @@ const Common = z.object({
   evaluationsOpen: z.boolean(),
   /** Whole-run time limit: a run over it is canceled with an explanation, also with no agent reporting. */
   runTimeLimitSeconds: z.number().int().positive(),
+  /**
+   * When no agent able to run this benchmark has been seen for this long, a queued run's page
+   * suggests cancelling it (a run canceled before it starts is refunded).
+   */
+  noCapableAgentHintSeconds: z.number().int().positive().default(300),
   hardware: z.object({
     accelerator: z.enum(['gpu', 'cpu']),
     /** GPU model names (as the agent reports them) that qualify; empty for CPU benchmarks. */

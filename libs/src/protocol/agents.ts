@@ -28,6 +28,12 @@ export const AgentCapabilities = z.object({
   agentVersion: z.string(),
   /** Benchmarks this agent can run (it has their models); empty = any that fits its hardware. */
   benchmarks: z.array(z.string()),
+  /**
+   * Benchmark kinds ('decode', 'training') this agent cannot run although its hardware fits, with
+   * what to do about it (e.g. its Python has no torch): it is never given those runs, and a run that
+   * waits for one says why.
+   */
+  cannotRun: z.record(z.string(), z.string()).default({}),
 });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 

@@ -57,11 +57,53 @@ export const QuotaView = z.object({
   /** "public", "official", or a tier id for benchmarks with tiers. */
   bucket: z.string(),
   limit: z.number().int().nullable(),
+  /** Runs of today in this bucket that count (refunded runs do not). */
   used: z.number().int(),
   remaining: z.number().int().nullable(),
+  /**
+   * Runs of today in this bucket that were refunded: canceled before they started (queued or
+   * assigned), or failed `infra_error` / `harness_error`. They do not count in `used`.
+   */
+  refunded: z.number().int().default(0),
   resetsAt: z.string(),
 });
 export type QuotaView = z.infer<typeof QuotaView>;
+
+/** Why a queued run waits, and for how long it probably will (GET /api/runs/:id, queued runs). */
+export const RunWaiting = z.object({
+  /** In words, e.g. "No online agent can run deep-recurrence: it needs an NVIDIA H100 or H200; the agents online have: cpu". */
+  reason: z.string(),
+  /** Online, non-draining agents that can run this benchmark. */
+  capableAgents: z.number().int(),
+  /** Their slots, and how many of those are running something now. */
+  capableSlots: z.number().int(),
+  busySlots: z.number().int(),
+  /** 1 = next of this benchmark to be dispatched. */
+  position: z.number().int(),
+  /** Seconds until the run probably starts; null when no agent that could run it is online. */
+  etaSeconds: z.number().int().nullable(),
+  /** True when the estimate rests on fewer than 3 recent runs of this benchmark (or on none). */
+  etaIsGuess: z.boolean(),
+  /** The last time an agent that could run this benchmark was seen; null if never. */
+  lastCapableSeenAt: z.string().nullable(),
+  /** No capable agent seen for the benchmark's noCapableAgentHintSeconds: cancelling is suggested (refunded). */
+  suggestCancel: z.boolean(),
+});
+export type RunWaiting = z.infer<typeof RunWaiting>;
+
+/** The organizer's view of the queue: runs waiting per benchmark and the capacity that could take them. */
+export const QueueSummary = z.object({
+  benchmarkId: z.string(),
+  title: z.string(),
+  queued: z.number().int(),
+  capableAgents: z.number().int(),
+  capableSlots: z.number().int(),
+  busySlots: z.number().int(),
+  /** Same words as a queued run's waiting reason, for the run first in line. */
+  reason: z.string(),
+  oldestQueuedAt: z.string().nullable(),
+});
+export type QueueSummary = z.infer<typeof QueueSummary>;
 
 export const RunView = z.object({
   id: z.string(),
@@ -94,6 +136,10 @@ export const RunView = z.object({
   /** Whole-run deadline (changes when the organizer changes the limit). */
   deadlineAt: z.string().nullable(),
   lastLogSeq: z.number().int(),
+  /** True when this run does not count against the daily limit (see QuotaView.refunded). */
+  quotaRefunded: z.boolean().default(false),
+  /** Set while the run is queued: why it waits and an estimate of when it starts. */
+  waiting: RunWaiting.nullable().default(null),
 });
 export type RunView = z.infer<typeof RunView>;
 

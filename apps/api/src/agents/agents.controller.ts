@@ -11,7 +11,7 @@ import {
   Res,
   UseGuards,
 } from '@nestjs/common';
-import type { AgentView, CreatedAgentView } from '@dryft/libs';
+import type { AgentView, CreatedAgentView, QueueSummary } from '@dryft/libs';
 import type { Response } from 'express';
 import { z } from 'zod';
 import { AuditService } from '../audit/audit.service';
@@ -19,6 +19,7 @@ import { AdminGuard } from '../common/admin.guard';
 import { gone } from './errors';
 import { CurrentPrincipal, Principal, Public } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
+import { WaitingService } from '../runs/waiting.service';
 import { ArtifactStore } from '../submissions/artifact-store';
 import { AgentsGateway } from './agents.gateway';
 import { AgentsRepository } from './agents.repository';
@@ -37,7 +38,15 @@ export class AgentsController {
     private readonly repo: AgentsRepository,
     private readonly artifacts: ArtifactStore,
     private readonly audit: AuditService,
+    private readonly waiting: WaitingService,
   ) {}
+
+  /** Runs waiting per benchmark and the capacity that could take them. */
+  @UseGuards(AdminGuard)
+  @Get('api/admin/queue')
+  queue(): Promise<QueueSummary[]> {
+    return this.waiting.queue();
+  }
 
   @UseGuards(AdminGuard)
   @Get('api/admin/agents')

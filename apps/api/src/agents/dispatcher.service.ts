@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { RunAssign, RunAssignAck, baselineKey } from '@dryft/libs';
+import { agentFits, baselineKey, RunAssign, RunAssignAck } from '@dryft/libs';
 import type { AgentCapabilities, BenchmarkDefinition, HarnessSpec } from '@dryft/libs';
 import { hashToken } from '@dryft/libs/node';
 import { randomBytes } from 'node:crypto';
@@ -19,14 +19,8 @@ const ASSIGN_ACK_MS = 10_000;
 /** A safety net only: dispatch is pushed on queue and on slot release; this catches a lost nudge. */
 const FALLBACK_PASS_MS = 5_000;
 
-/** Whether an agent's hardware and declared benchmarks fit a benchmark definition. */
-export function agentFits(def: BenchmarkDefinition, caps: AgentCapabilities): boolean {
-  if (caps.benchmarks.length > 0 && !caps.benchmarks.includes(def.id)) return false;
-  if (def.hardware.accelerator === 'cpu') return caps.accelerator === 'cpu';
-  return (
-    caps.accelerator === 'gpu' && caps.gpuModel !== null && def.hardware.gpuModels.includes(caps.gpuModel)
-  );
-}
+/** Whether an agent's hardware and declared benchmarks fit a benchmark definition (shared with the run views). */
+export { agentFits };
 
 /** The GPUs a slot owns; CPU slots share the machine, which counts as one resource. */
 function resources(slot: { gpus: string[] }): string[] {

@@ -231,8 +231,10 @@ export class RunLifecycleService {
         run.failureCode = r.failureCode ?? 'harness_error';
         run.score = null;
       }
-      // Infrastructure failures are ours, not the team's: they do not count against the daily limit.
-      if (run.failureCode === 'infra_error') run.quotaRefunded = true;
+      // Infrastructure and harness failures are ours, not the team's: they do not count against
+      // the daily limit. A cancel that lands before the run started is refunded too.
+      if (run.failureCode === 'infra_error' || run.failureCode === 'harness_error') run.quotaRefunded = true;
+      if (run.status === 'canceled' && !run.startedAt) run.quotaRefunded = true;
       await tx.save(run);
       return { ack: { ok: true }, run };
     });

@@ -1,4 +1,4 @@
-import type { CheckView, MetricView, RunView, SampleView } from '@dryft/libs';
+import type { CheckView, MetricView, RunView, RunWaiting, SampleView } from '@dryft/libs';
 import type { RunCheckEntity } from './run-check.entity';
 import type { RunMetricEntity } from './run-metric.entity';
 import type { RunSampleEntity } from './run-sample.entity';
@@ -8,7 +8,12 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function runView(
   r: RunEntity,
-  extra: { submissionName: string; createdBy: string; queuePosition: number | null },
+  extra: {
+    submissionName: string;
+    createdBy: string;
+    queuePosition: number | null;
+    waiting?: RunWaiting | null;
+  },
 ): RunView {
   return {
     id: r.id,
@@ -38,6 +43,8 @@ export function runView(
     finishedAt: iso(r.finishedAt),
     deadlineAt: iso(r.deadlineAt),
     lastLogSeq: r.lastLogSeq,
+    quotaRefunded: r.quotaRefunded,
+    waiting: r.status === 'queued' ? (extra.waiting ?? null) : null,
   };
 }
 

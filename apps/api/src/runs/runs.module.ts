@@ -10,11 +10,12 @@ import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { StorageController } from './storage.controller';
+import { WaitingService } from './waiting.service';
 
 @Module({
   imports: [BenchmarksModule, SubmissionsModule, TeamsModule, UsersModule, LeaderboardsModule],
   controllers: [RunsController, StorageController],
-  providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository],
-  exports: [RunsService, RunLifecycleService, RunsRepository],
+  providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository, WaitingService],
+  exports: [RunsService, RunLifecycleService, RunsRepository, WaitingService],
 })
 export class RunsModule {}

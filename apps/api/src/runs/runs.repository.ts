@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type {
+  AgentCapabilities,
   BaselineFigures,
   HarnessCheckEvent,
   HarnessMetricEvent,
@@ -20,6 +21,17 @@ import { RunEntity } from './run.entity';
 const stripNul = (text: string) => text.replace(/\u0000/g, '');
 
 export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
+
+/** An agent as the waiting estimate sees it. */
+export interface AgentRow {
+  id: string;
+  name: string;
+  capabilities: AgentCapabilities | null;
+  slots: { index: number; gpus: string[] }[];
+  connected: boolean;
+  draining: boolean;
+  lastHeartbeatAt: Date | null;
+}
 
 /** TypeORM answers UPDATE … RETURNING with [rows, count]. */
 function returned<T>(raw: unknown): T[] {
@@ -67,6 +79,68 @@ export class RunsRepository extends TransactionalRepository {
       [benchmarkId, holder, bucket, day],
     );
     return n;
+  }
+
+  async countRefunded(benchmarkId: string, holder: string, bucket: string, day: string): Promise<number> {
+    const [{ n }] = await this.manager.query(
+      `SELECT count(*)::int AS n FROM runs WHERE benchmark_id = $1 AND quota_holder = $2 AND quota_bucket = $3 AND quota_day = $4 AND quota_refunded`,
+      [benchmarkId, holder, bucket, day],
+    );
+    return n;
+  }
+
+  /** Unrevoked agents, for the waiting reason and estimate. */
+  async agentsForCapacity(): Promise<AgentRow[]> {
+    const rows: {
+      id: string;
+      name: string;
+      capabilities: AgentCapabilities | null;
+      slots: { index: number; gpus: string[] }[];
+      connected: boolean;
+      draining: boolean;
+      last_heartbeat_at: Date | null;
+    }[] = await this.manager.query(
+      `SELECT id, name, capabilities, slots, connected, draining, last_heartbeat_at FROM agents WHERE revoked_at IS NULL ORDER BY created_at`,
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      capabilities: r.capabilities ? { ...r.capabilities, cannotRun: r.capabilities.cannotRun ?? {} } : null,
+      slots: r.slots,
+      connected: r.connected,
+      draining: r.draining,
+      lastHeartbeatAt: r.last_heartbeat_at,
+    }));
+  }
+
+  /** Runs in progress on these agents, with when they began. */
+  async activeOn(agentIds: string[]): Promise<{ agentId: string; slot: number | null; since: Date }[]> {
+    if (agentIds.length === 0) return [];
+    const rows: { agent_id: string; slot: number | null; since: Date }[] = await this.manager.query(
+      `SELECT agent_id, slot, coalesce(started_at, assigned_at, now()) AS since FROM runs
+        WHERE status IN ('assigned', 'running') AND agent_id = ANY($1)`,
+      [agentIds],
+    );
+    return rows.map((r) => ({ agentId: r.agent_id, slot: r.slot, since: r.since }));
+  }
+
+  /** Seconds from assignment to the end of the last runs of this benchmark, tier and mode. */
+  async recentDurations(benchmarkId: string, tier: string | null, mode: string): Promise<number[]> {
+    const rows: { s: number }[] = await this.manager.query(
+      `SELECT extract(epoch FROM finished_at - assigned_at)::float8 AS s FROM runs
+        WHERE benchmark_id = $1 AND tier IS NOT DISTINCT FROM $2 AND mode = $3
+          AND status IN ('succeeded', 'failed') AND assigned_at IS NOT NULL AND finished_at IS NOT NULL
+        ORDER BY finished_at DESC LIMIT 20`,
+      [benchmarkId, tier, mode],
+    );
+    return rows.map((r) => r.s).filter((s) => Number.isFinite(s) && s >= 0);
+  }
+
+  async queuedPerBenchmark(): Promise<{ benchmarkId: string; count: number; oldest: Date }[]> {
+    const rows: { benchmark_id: string; n: number; oldest: Date }[] = await this.manager.query(
+      `SELECT benchmark_id, count(*)::int AS n, min(created_at) AS oldest FROM runs WHERE status = 'queued' GROUP BY benchmark_id`,
+    );
+    return rows.map((r) => ({ benchmarkId: r.benchmark_id, count: r.n, oldest: r.oldest }));
   }
 
   /** 1-based place in the queue of the run's benchmark (null unless queued). */

@@ -38,6 +38,7 @@ import { RunEntity } from './run.entity';
 import { RunsRepository } from './runs.repository';
 import { endOfLog } from './log-cap';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
+import { WaitingService } from './waiting.service';
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** An in-flight key older than this never committed (its request died): a retry may take it over. */
@@ -68,6 +69,7 @@ export class RunsService implements OnModuleInit {
     private readonly bus: EventBus,
     private readonly bans: BanPolicy,
     private readonly registry: BenchmarkRegistry,
+    private readonly waiting: WaitingService,
   ) {}
 
   /** The log cap of a benchmark's runs (its definition's `logs`, or the defaults). */
@@ -270,6 +272,7 @@ export class RunsService implements OnModuleInit {
         limit: choice.dailyLimit,
         used: used + 1,
         remaining: choice.dailyLimit === null ? null : choice.dailyLimit - used - 1,
+        refunded: await tx.countRefunded(benchmark.id, holder, choice.quotaBucket, day),
         resetsAt: resetsAt.toISOString(),
       };
       const position = await tx.queuePosition(run);
@@ -280,6 +283,9 @@ export class RunsService implements OnModuleInit {
       if (inTransaction) await inTransaction(tx.currentManager(), response);
       return { run, response };
     });
+    const position = result.response.run.queuePosition;
+    if (position !== null)
+      result.response.run.waiting = await this.waiting.forRun(result.run, position).catch(() => null);
     this.bus.emit('run.queued', { runId: result.run.id, benchmarkId: benchmark.id });
     this.bus.emit('run.status', { run: result.response.run });
     return result.response;
@@ -326,6 +332,7 @@ export class RunsService implements OnModuleInit {
       submissionName: submission ? `${submission.sourceName} #${submission.number}` : 'unknown',
       createdBy: creator?.login ?? 'unknown',
       queuePosition: position,
+      waiting: position !== null ? await this.waiting.forRun(run, position) : null,
     });
   }
 
@@ -358,17 +365,23 @@ export class RunsService implements OnModuleInit {
     return this.cancelRun(run.id, `Canceled by ${principal.user.login}: ${body.reason}`, body.reason);
   }
 
-  /** Used by member cancels and by the server's whole-run limit. */
+  /**
+   * Used by member cancels and by the server's whole-run limit. A run canceled before it started
+   * (queued or assigned) is refunded: it does not count against the daily limit.
+   */
   async cancelRun(runId: string, message: string, reason: string) {
     await this.flushLogTail(runId);
     const now = this.clock.now();
-    const changed = await this.runs.transition(runId, ['queued', 'assigned', 'running'], {
+    const set = {
       status: 'canceled',
       cancel_reason: reason,
       message,
       finished_at: now,
       lease_expires_at: null,
-    });
+    };
+    const changed =
+      (await this.runs.transition(runId, ['queued', 'assigned'], { ...set, quota_refunded: true })) ??
+      (await this.runs.transition(runId, ['running'], set));
     const current = changed ?? (await this.runs.findById(runId))!;
     const view = await this.view(current);
     if (changed) {
@@ -435,12 +448,16 @@ export class RunsService implements OnModuleInit {
     const buckets = quotaBuckets(b);
     return Promise.all(
       buckets.map(async ({ bucket, limit }) => {
-        const used = await this.runs.countQuota(b.id, holder, bucket, day);
+        const [used, refunded] = await Promise.all([
+          this.runs.countQuota(b.id, holder, bucket, day),
+          this.runs.countRefunded(b.id, holder, bucket, day),
+        ]);
         return {
           bucket,
           limit,
           used,
           remaining: limit === null ? null : Math.max(0, limit - used),
+          refunded,
           resetsAt: resetsAt.toISOString(),
         };
       }),

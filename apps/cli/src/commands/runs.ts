@@ -215,6 +215,8 @@ export async function waitAndReport(
 ): Promise<{ run: RunView; exit: number }> {
   const timeoutMs = seconds * 1000;
   let lastStatus = run.status;
+  let lastReason: string | null = null;
+  let suggested = false;
   const { run: final, timedOut } = await waitForRun({
     api,
     runId: run.id,
@@ -225,7 +227,22 @@ export async function waitAndReport(
       if (r.status !== lastStatus && !ctx.out.progressEnabled && !ctx.json)
         ctx.out.note(`run ${r.id}: ${r.status}`);
       lastStatus = r.status;
-      const q = r.queuePosition ? ` (queue position ${r.queuePosition})` : '';
+      // Why it waits: said once per change, on its own line, with the suggestion to cancel.
+      if (r.waiting && r.waiting.reason !== lastReason && !ctx.json)
+        ctx.out.note(`waiting: ${r.waiting.reason}`);
+      if (r.waiting?.suggestCancel && !suggested && !ctx.json) {
+        suggested = true;
+        ctx.out.note(
+          `No capable agent has been seen for a while: \`dryft cancel ${r.id} --reason "no agent"\` is refunded (it never started).`,
+        );
+      }
+      lastReason = r.waiting?.reason ?? null;
+      const eta = r.waiting
+        ? r.waiting.etaSeconds === null
+          ? ', no estimate'
+          : `, starts in ~${formatDuration(r.waiting.etaSeconds)}${r.waiting.etaIsGuess ? ' (guess)' : ''}`
+        : '';
+      const q = r.queuePosition ? ` (queue position ${r.queuePosition}${eta})` : '';
       ctx.out.progress(
         `${bar(elapsed / timeoutMs)} ${r.status}${q}  ${formatDuration(elapsed / 1000)} of ${formatDuration(seconds)}`,
       );
@@ -250,6 +267,7 @@ export function printRunLine(ctx: Context, run: RunView): void {
   if (run.failureCode) ctx.out.line(`  ${ctx.out.paint('red', run.failureCode)}: ${run.message ?? ''}`);
   else if (run.message && run.status !== 'succeeded') ctx.out.line(`  ${run.message}`);
   if (run.cancelReason) ctx.out.line(`  canceled: ${run.cancelReason}`);
+  if (run.quotaRefunded) ctx.out.line('  Refunded: this run does not count against the daily limit.');
   if (run.status === 'failed' && (run.failureCode === 'infra_error' || run.failureCode === 'harness_error')) {
     ctx.out.line(
       '  This is an infrastructure failure: retry once; if it persists, contact the organizer with the full Run ID, the message and the time.',
@@ -296,7 +314,7 @@ export async function startAndReport(
       );
       if (created.quota.limit !== null)
         ctx.out.line(
-          `Daily limit (${created.quota.bucket}): ${created.quota.remaining} of ${created.quota.limit} left, resets ${shortTime(created.quota.resetsAt)} UTC.`,
+          `Daily limit (${created.quota.bucket}): ${created.quota.remaining} of ${created.quota.limit} left${created.quota.refunded ? ` (${created.quota.refunded} refunded, not counted)` : ''}, resets ${shortTime(created.quota.resetsAt)} UTC.`,
         );
       ctx.out.line(`Follow it: dryft logs ${run.id} --follow    Result: dryft result ${run.id} --wait`);
     }
@@ -426,7 +444,7 @@ export async function logsCmd(
 }
 
 function printRunLineTo(ctx: Context, run: RunView): void {
-  const s = `Run ${run.id} ${run.status}${run.failureCode ? ` (${run.failureCode}: ${run.message ?? ''})` : ''}${run.score !== null ? `, score ${formatScore(run.score)}` : ''}.`;
+  const s = `Run ${run.id} ${run.status}${run.failureCode ? ` (${run.failureCode}: ${run.message ?? ''})` : ''}${run.score !== null ? `, score ${formatScore(run.score)}` : ''}${run.quotaRefunded ? ' (refunded: not counted against the daily limit)' : ''}.`;
   ctx.out.note(s);
 }
 

@@ -15,14 +15,14 @@ const tgz = (files: Record<string, string | Uint8Array>) =>
       ),
     ),
   );
+const ENGINE_PY =
+  'class Engine:\n    def __init__(self, model_path):\n        pass\n\n    def generate(self, input_ids, max_new_tokens):\n        yield [0]\n';
 const failed = (v: { verdicts: { rule: string; passed: boolean }[] }) =>
   v.verdicts.filter((x) => !x.passed).map((x) => x.rule);
 
 describe('in-browser archive validation (DecompressionStream + libs rules)', () => {
   it('accepts an engine archive and lists its files', async () => {
-    const v = await validateArchiveBytes(
-      tgz({ 'engine.py': 'class Engine: pass\n', 'util/helpers.py': 'x = 1\n' }),
-    );
+    const v = await validateArchiveBytes(tgz({ 'engine.py': ENGINE_PY, 'util/helpers.py': 'x = 1\n' }));
     expect(v.ok).toBe(true);
     expect(v.files.map((f) => f.path).sort()).toEqual(['engine.py', 'util/helpers.py']);
     expect(v.verdicts.every((x) => x.passed)).toBe(true);
@@ -32,6 +32,18 @@ describe('in-browser archive validation (DecompressionStream + libs rules)', () 
     const v = await validateArchiveBytes(tgz({ 'engine/engine.py': 'class Engine: pass\n' }));
     expect(v.ok).toBe(false);
     expect(failed(v)).toEqual(expect.arrayContaining(['layout', 'entrypoint']));
+  });
+
+  it('refuses a Python syntax error before upload, naming file, line and column', async () => {
+    const v = await validateArchiveBytes(
+      tgz({ 'engine.py': ENGINE_PY, 'ops/attn.py': 'def (:\n    pass\n' }),
+    );
+    expect(failed(v)).toEqual(['python_syntax']);
+    expect(v.verdicts.find((x) => x.rule === 'python_syntax')!.problems[0]).toBe(
+      'ops/attn.py, line 1, column 5: invalid syntax',
+    );
+    const single = validateSingleFileBytes('submission.py', enc.encode('x = (1,\n'));
+    expect(failed(single)).toEqual(['python_syntax']);
   });
 
   it('refuses a ZIP before decompressing', async () => {
@@ -55,7 +67,7 @@ describe('in-browser archive validation (DecompressionStream + libs rules)', () 
 
   it('flags binaries and disallowed extensions per rule', async () => {
     const v = await validateArchiveBytes(
-      tgz({ 'engine.py': 'x\n', 'weights.bin': new Uint8Array([0, 255, 1]) }),
+      tgz({ 'engine.py': ENGINE_PY, 'weights.bin': new Uint8Array([0, 255, 1]) }),
     );
     expect(failed(v)).toEqual(['extensions']);
   });
@@ -63,8 +75,12 @@ describe('in-browser archive validation (DecompressionStream + libs rules)', () 
 
 describe('single-file validation', () => {
   it('accepts submission.py and refuses other names and sizes', () => {
-    expect(validateSingleFileBytes('submission.py', enc.encode('SUBMISSION = None\n')).ok).toBe(true);
-    expect(failed(validateSingleFileBytes('main.py', enc.encode('x')))).toEqual(['filename']);
+    expect(validateSingleFileBytes('submission.py', enc.encode('SUBMISSION = Submission(a, b)\n')).ok).toBe(
+      true,
+    );
+    expect(failed(validateSingleFileBytes('main.py', enc.encode('SUBMISSION = None\n')))).toEqual([
+      'filename',
+    ]);
     expect(failed(validateSingleFileBytes('submission.py', new Uint8Array(300 * 1024).fill(32)))).toEqual([
       'size',
     ]);
