@@ -189,6 +189,14 @@ export class RunLifecycleService {
         run.status = 'failed';
         run.failureCode = r.failureCode ?? 'harness_error';
         run.score = null;
+        // Stopped at the whole-run deadline: name the limit that applied (the organizer may have
+        // lowered it while the run was going).
+        if (
+          run.failureCode === 'timeout' &&
+          run.deadlineAt &&
+          now.getTime() >= run.deadlineAt.getTime() - 1000
+        )
+          run.message = `${r.message} The whole-run time limit in force was ${run.runTimeLimitSeconds} s.`;
       }
       // Infrastructure failures are ours, not the team's: they do not count against the daily limit.
       if (run.failureCode === 'infra_error') run.quotaRefunded = true;

@@ -1,3 +1,4 @@
+import { RulesChangedAt1796042021934 } from './1796042021934-RulesChangedAt';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
@@ -9,4 +10,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   RunsCore1796015525700,
   Agents1796015857416,
   GithubApp1796016798089,
+  RulesChangedAt1796042021934,
 ];
