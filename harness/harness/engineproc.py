@@ -20,6 +20,7 @@ from typing import Optional
 
 from .channel import Channel, ChannelClosed, Deadline, ProtocolError, encode_generate, encode_json
 from .memory import Measurer, Monitor
+from .paths import relative_to_submission
 
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 KILL_GRACE_SECONDS = 2.0
@@ -173,6 +174,7 @@ class EngineProcess:
             kind, message, tb = err.get("kind"), str(err.get("message")), str(err.get("traceback") or "")
         except Exception:
             kind, message, tb = "exception", payload[:2000].decode("utf-8", "replace"), ""
+        message, tb = relative_to_submission(message, self.submission_dir), relative_to_submission(tb, self.submission_dir)
         if kind == "contract":
             return EngineFailure("candidate_error", f"Engine contract violated during {during}: {message}", message)
         return EngineFailure("candidate_error", f"The engine raised during {during}: {message}", tb or message)

@@ -50,4 +50,42 @@ describe('the whole-run time limit, enforced by the server', () => {
     await silent.finish(run.id, { status: 'succeeded', score: 500 });
     expect((await owner.get(`/api/runs/${run.id}`)).body.status).toBe('canceled');
   });
+
+  it('an agent that stops a run at a lowered limit gets the limit in force named in the failure', async () => {
+    const sub = (
+      await owner.upload(
+        '/api/submissions',
+        { benchmark: 'toy-decode' },
+        { name: 'lowered.tar.gz', content: await toyStarter() },
+      )
+    ).body.submission.id;
+    const run = (await owner.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
+    const agent = new TestAgent(hub, 'deadline-agent');
+    await agent.claim(run.id);
+    await hub.dataSource.query(
+      `UPDATE runs SET run_time_limit_seconds = 120, deadline_at = now() + interval '1 second' WHERE id = $1`,
+      [run.id],
+    );
+    await new Promise((r) => setTimeout(r, 1100));
+    // what the agent reports when its deadline timer fires (apps/gpu-agent/src/run-executor.ts)
+    await agent.finish(run.id, {
+      status: 'failed',
+      failureCode: 'timeout',
+      message: "The run exceeded the organizer's whole-run time limit and was stopped.",
+    });
+    const r = (await owner.get(`/api/runs/${run.id}`)).body;
+    expect(r).toMatchObject({ status: 'failed', failureCode: 'timeout' });
+    expect(r.message).toBe(
+      "The run exceeded the organizer's whole-run time limit and was stopped. The whole-run time limit in force was 120 s.",
+    );
+    // A harness timeout well before the deadline keeps its own message.
+    const early = (await owner.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
+    await agent.claim(early.id);
+    await agent.finish(early.id, {
+      status: 'failed',
+      failureCode: 'timeout',
+      message: 'generate took too long',
+    });
+    expect((await owner.get(`/api/runs/${early.id}`)).body.message).toBe('generate took too long');
+  });
 });

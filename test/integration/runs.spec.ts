@@ -474,6 +474,11 @@ describe('runs, results and leaderboards through the REST API', () => {
       expect(noConfirm.body.error.message).toMatch(/confirm/);
       const before = await hub.http.get('/api/leaderboards/toy-decode');
       expect(before.body.entries.length).toBeGreaterThan(0);
+      expect((await hub.http.get('/api/benchmarks/toy-decode')).body.rulesChangedAt).toBeNull();
+      const publicSub = await uploadToy(alice);
+      const publicRun = (await alice.post(`/api/submissions/${publicSub}/runs`, { mode: 'public' })).body.run;
+      await agent.complete(publicRun.id, 120);
+      const publicBefore = await alice.get(`/api/runs/${publicRun.id}`);
       const bumped = await organizer.post('/api/admin/benchmarks/toy-decode/rules-version', {
         reason: 'new hidden workloads',
         confirm: true,
@@ -487,6 +492,13 @@ describe('runs, results and leaderboards through the REST API', () => {
       );
       expect(old.body).toMatchObject({ invalidated: true, status: 'succeeded' });
       expect(old.body.invalidatedReason).toMatch(/new hidden workloads/);
+      // public runs never ranked: they are not marked invalidated
+      expect(publicBefore.body.mode).toBe('public');
+      expect((await alice.get(`/api/runs/${publicBefore.body.id}`)).body.invalidated).toBe(false);
+      // the change, when and why, for the leaderboard and team pages to explain
+      const bench = (await hub.http.get('/api/benchmarks/toy-decode')).body;
+      expect(bench.rulesChangedReason).toBe('new hidden workloads');
+      expect(Date.now() - Date.parse(bench.rulesChangedAt)).toBeLessThan(60_000);
 
       const sub = await uploadToy(alice);
       const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'official', confirm: true })).body

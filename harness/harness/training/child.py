@@ -367,7 +367,7 @@ class Child:
                 last_metric = now
                 value = float(losses[-1])
                 self.last_loss = value
-                self.send({"type": "metric", "name": "loss", "step": steps, "value": value, "elapsed": now - clock_start})
+                self.send({"type": "metric", "name": "loss", "step": steps, "value": value, "elapsed": now - clock_start, "tokens": tokens})
             if now - last_state_check >= 5.0:
                 # Offloading state mid-run (e.g. to the CPU) fails at the next periodic check.
                 last_state_check = now

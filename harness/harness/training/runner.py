@@ -23,6 +23,7 @@ import tempfile
 import time
 from typing import Optional
 
+from ..paths import relative_to_submission
 from . import protocol
 from .spec import SpecError, child_view, parse_training_spec
 
@@ -94,9 +95,9 @@ def run(spec_raw: dict, submission_dir: str, events) -> None:
     try:
         runner.execute()
     except RunFailed as f:
-        events.log(f"run failed ({f.code}): {f.message}", level="error")
         if f.detail:
             events.log(f.detail[-8000:], level="error")
+        events.log(f"verdict: failed ({f.code}): {f.message}", level="error")
         events.result("failed", f.message, f.code, metrics=runner.partial_metrics(), detail=f.detail)
     finally:
         runner.stop_child()
@@ -114,6 +115,10 @@ class _Runner:
         self.metric_every = min(1.0, max(0.05, spec.training_budget / 20))
         self._last_metric = -1e9
         self._metrics_sent = 0
+        # A progress line in the run's log about every tenth of the allowance, at least every 30 s:
+        # a 1-hour Hard run logs one each 30 s, a 60 s Easy run ten.
+        self.log_every = min(30.0, max(spec.training_budget / 10, self.metric_every))
+        self._last_log: Optional[tuple] = None  # (monotonic time, tokens) of the last progress line
 
     # -- child -----------------------------------------------------------------------------
     def start_child(self) -> None:
@@ -194,6 +199,9 @@ class _Runner:
             if value != value or value in (float("inf"), float("-inf")):
                 return
             now = time.monotonic()
+            tokens = header.get("tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+                self.log_progress(step, float(value), tokens, now, t0)
             if now - self._last_metric < self.metric_every * 0.5 and self._metrics_sent:
                 return  # the parent keeps the rate modest whatever the child sends
             self._last_metric = now
@@ -211,12 +219,29 @@ class _Runner:
             if isinstance(message, str):
                 self.events.log(message[:2000], level=level)
 
+    def log_progress(self, step: int, loss: float, tokens: int, now: float, t0: float) -> None:
+        """Step, loss, tokens/s since the last line, and the allowance left, at a steady cadence."""
+        if self._last_log is not None and now - self._last_log[0] < self.log_every:
+            return
+        elapsed = now - t0
+        since, before = self._last_log if self._last_log is not None else (t0, 0)
+        rate = (tokens - before) / (now - since) if now > since else 0.0
+        self._last_log = (now, tokens)
+        budget = self.spec.training_budget
+        self.events.log(
+            f"training: step {step:,}, loss {loss:.4f}, {rate:,.0f} tokens/s, "
+            f"{elapsed:.1f}s of {budget:.1f}s ({max(0.0, budget - elapsed):.1f}s left)"
+        )
+
     def child_failure(self, header: dict) -> RunFailed:
         code = header.get("code")
         if code not in CHILD_FAILURE_CODES:
             code = "candidate_error"
         message = header.get("message") if isinstance(header.get("message"), str) else "the submission failed"
         detail = header.get("detail") if isinstance(header.get("detail"), str) else None
+        # The traceback names submission.py and the evaluator, never the agent's folders.
+        message = relative_to_submission(message, self.submission_dir)
+        detail = relative_to_submission(detail, self.submission_dir) if detail else None
         return RunFailed(code, message[:4000], detail or None)
 
     # -- the run ---------------------------------------------------------------------------
@@ -285,6 +310,13 @@ class _Runner:
         self.events.check(
             "deadline", True, f"training ended after {self.training_wall:.2f}s of a {budget:.1f}s allowance (grace {grace:.1f}s)"
         )
+        done = self.partial_metrics()
+        loss = done.get("finalLoss")
+        self.events.log(
+            f"training ended after {self.training_wall:.1f}s: {done.get('updates', 0):,} updates, "
+            f"{done.get('steps', 0):,} steps, {done.get('tokensSeen', 0):,} tokens"
+            + (f", final loss {loss:.4f}" if isinstance(loss, (int, float)) else "")
+        )
 
         # -- final evaluation: inputs out, predictions back, labels never leave this process --
         # The hidden set is built only now, in this process (a run that fails earlier never pays
@@ -296,6 +328,7 @@ class _Runner:
         eval_inputs, eval_labels, eval_valid = eval_set(spec.task, spec.eval_seed, spec.eval_examples)
 
         n, length = eval_inputs.shape
+        self.events.log(f"final evaluation: {n:,} hidden examples, budget {spec.eval_budget:.1f}s")
         payload = eval_inputs.to(torch.int32).contiguous().numpy().astype("<i4", copy=False).tobytes()
         te = time.monotonic()
         protocol.send(self.to_child, {"type": "eval", "rows": int(n), "length": int(length)}, payload)
@@ -361,6 +394,11 @@ class _Runner:
             }
         )
         self.events.check("eval_budget", True, f"final evaluation took {eval_wall:.2f}s of {spec.eval_budget:.1f}s")
+        self.events.log(
+            f"final evaluation: accuracy {acc:.2f}% ({total:,} scored tokens; first target {acc_first:.2f}%, "
+            f"exact sequences {exact:.2f}%, chance {100.0 / spec.task.num_classes:.2f}%) in {eval_wall:.2f}s"
+        )
+        self.events.log(f"verdict: succeeded, score {acc:.2f} (accuracy in percent)")
         self.events.result(
             "succeeded",
             f"accuracy {acc:.2f}% on {labels.shape[0]:,} hidden examples ({total:,} scored tokens; chance "

@@ -150,6 +150,9 @@ export const PublicBenchmark = z.object({
   }),
   scoring: z.object({ unit: z.string(), description: z.string() }),
   announcement: z.string().nullable(),
+  /** The last rules change (a version bump): when, and the organizer's reason; null before any. */
+  rulesChangedAt: z.string().nullable().optional(),
+  rulesChangedReason: z.string().nullable().optional(),
   publicWorkloads: z.array(DecodeWorkload).optional(),
   samples: z
     .object({

@@ -24,6 +24,9 @@ export class BenchmarkSettingsEntity {
   @Column({ name: 'rules_changed_reason', type: 'text', nullable: true })
   rulesChangedReason!: string | null;
 
+  @Column({ name: 'rules_changed_at', type: 'timestamptz', nullable: true })
+  rulesChangedAt!: Date | null;
+
   /** Shown to participants, e.g. when submissions reopen. */
   @Column({ type: 'text', nullable: true })
   announcement!: string | null;

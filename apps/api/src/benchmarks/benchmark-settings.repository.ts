@@ -31,7 +31,7 @@ export class BenchmarkSettingsRepository {
   /** Bumps the rules version atomically and returns the new one. */
   async bumpRulesVersion(benchmarkId: string, reason: string): Promise<number> {
     const raw = await this.repo.query(
-      `UPDATE benchmark_settings SET rules_version = rules_version + 1, rules_changed_reason = $2, updated_at = now()
+      `UPDATE benchmark_settings SET rules_version = rules_version + 1, rules_changed_reason = $2, rules_changed_at = now(), updated_at = now()
         WHERE benchmark_id = $1 RETURNING rules_version`,
       [benchmarkId, reason],
     );

@@ -7,7 +7,10 @@ import { BenchmarkSettingsEntity } from './benchmark-settings.entity';
 import { BenchmarkSettingsRepository } from './benchmark-settings.repository';
 
 /** A definition with the organizer's current settings applied. */
-export type EffectiveBenchmark = BenchmarkDefinition & { rulesChangedReason: string | null };
+export type EffectiveBenchmark = BenchmarkDefinition & {
+  rulesChangedReason: string | null;
+  rulesChangedAt: Date | null;
+};
 
 export interface SettingsPatch {
   submissionsOpen?: boolean;
@@ -33,6 +36,7 @@ export class BenchmarksService implements OnModuleInit {
         runTimeLimitSeconds: d.runTimeLimitSeconds,
         rulesVersion: d.rulesVersion,
         rulesChangedReason: null,
+        rulesChangedAt: null,
         announcement: d.announcement ?? null,
       })),
     );
@@ -98,6 +102,8 @@ export class BenchmarksService implements OnModuleInit {
       hardware: b.hardware,
       scoring: b.scoring,
       announcement: b.announcement ?? null,
+      rulesChangedAt: b.rulesChangedAt?.toISOString() ?? null,
+      rulesChangedReason: b.rulesChangedReason,
     };
     if (b.kind === 'decode') {
       return {
@@ -124,7 +130,7 @@ export class BenchmarksService implements OnModuleInit {
   }
 
   private apply(def: BenchmarkDefinition, s: BenchmarkSettingsEntity | undefined): EffectiveBenchmark {
-    if (!s) return { ...def, rulesChangedReason: null };
+    if (!s) return { ...def, rulesChangedReason: null, rulesChangedAt: null };
     return {
       ...def,
       announcement: s.announcement ?? undefined,
@@ -133,6 +139,7 @@ export class BenchmarksService implements OnModuleInit {
       runTimeLimitSeconds: s.runTimeLimitSeconds,
       rulesVersion: s.rulesVersion,
       rulesChangedReason: s.rulesChangedReason,
+      rulesChangedAt: s.rulesChangedAt,
     };
   }
 }

@@ -230,6 +230,14 @@ export class RunLifecycleService {
         run.status = 'failed';
         run.failureCode = r.failureCode ?? 'harness_error';
         run.score = null;
+        // Stopped at the whole-run deadline: name the limit that applied (the organizer may have
+        // lowered it while the run was going).
+        if (
+          run.failureCode === 'timeout' &&
+          run.deadlineAt &&
+          now.getTime() >= run.deadlineAt.getTime() - 1000
+        )
+          run.message = `${r.message} The whole-run time limit in force was ${run.runTimeLimitSeconds} s.`;
       }
       // Infrastructure and harness failures are ours, not the team's: they do not count against
       // the daily limit. A cancel that lands before the run started is refunded too.

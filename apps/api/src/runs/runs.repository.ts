@@ -215,9 +215,11 @@ export class RunsRepository extends TransactionalRepository {
     return ids.length ? this.manager.findBy(RunEntity, { id: In(ids) }) : [];
   }
 
+  /** Official runs under older rules stop ranking; public runs never ranked, so they are left alone. */
   async invalidateBefore(benchmarkId: string, rulesVersion: number, reason: string): Promise<number> {
     const raw = await this.manager.query(
-      `UPDATE runs SET invalidated = true, invalidated_reason = $3 WHERE benchmark_id = $1 AND rules_version < $2 AND NOT invalidated RETURNING id`,
+      `UPDATE runs SET invalidated = true, invalidated_reason = $3
+        WHERE benchmark_id = $1 AND rules_version < $2 AND mode = 'official' AND NOT invalidated RETURNING id`,
       [benchmarkId, rulesVersion, reason],
     );
     return returned(raw).length;

@@ -1,5 +1,6 @@
 import { OrganizerConsole1796041358443 } from './1796041358443-OrganizerConsole';
 import { ScoreInterval1796041522086 } from './1796041522086-ScoreInterval';
+import { RulesChangedAt1796042021934 } from './1796042021934-RulesChangedAt';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import { LeaseLost1796100000000 } from './1796100000000-LeaseLost';
 import { LogCap1796100000001 } from './1796100000001-LogCap';
@@ -15,6 +16,7 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   GithubApp1796016798089,
   OrganizerConsole1796041358443,
   ScoreInterval1796041522086,
+  RulesChangedAt1796042021934,
   LeaseLost1796100000000,
   LogCap1796100000001,
 ];
