@@ -217,6 +217,55 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
     },
   );
 
+  it(
+    'sets a round clock and schedules a close from the console; a spectator sees both live',
+    { timeout: 120_000 },
+    async () => {
+      const spectator = await browser('clock-spectator');
+      await spectator.goto('/leaderboard/toy-decode');
+      await expect.poll(() => spectator.getByTestId('live-indicator').textContent()).toContain('live');
+      expect(await spectator.getByTestId('round-clock').count()).toBe(0);
+
+      const org = await browser('clock-organizer');
+      await signIn(org, ORGANIZER);
+      await org.goto('/admin');
+      const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
+      await card.getByTestId('round-clock-admin').locator('summary').click();
+      const local = (ms: number) => {
+        const d = new Date(Date.now() + ms);
+        return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+      };
+      await card.getByLabel('Round name').fill('Round 1');
+      await card.getByLabel('starts').fill(local(-3600_000));
+      await card.getByLabel('ends').fill(local(2 * 86400_000));
+      await card.getByRole('button', { name: 'Save round' }).click();
+      await card.getByText('Round clock saved').waitFor();
+
+      // Live, without a reload: the round and a ticking countdown.
+      const clock = spectator.getByTestId('round-clock');
+      await clock.getByText('Round 1').waitFor({ timeout: 15_000 });
+      const first = await spectator.getByTestId('countdown').textContent();
+      await expect
+        .poll(() => spectator.getByTestId('countdown').textContent(), { timeout: 5_000 })
+        .not.toBe(first);
+      expect(first).toMatch(/^1d 23:\d\d:\d\d$/);
+
+      await card.getByLabel('Action').selectOption('close');
+      await card.getByLabel('at', { exact: true }).fill(local(3 * 3600_000));
+      await card.getByLabel('Reason').fill('Round 1 deadline');
+      await card.getByRole('button', { name: 'Schedule' }).click();
+      await card.getByText('1 scheduled').waitFor();
+      await shot(org, 'organizer-06-round-clock-admin');
+      await spectator.getByTestId('scheduled-action').waitFor({ timeout: 15_000 });
+      expect(await spectator.getByTestId('scheduled-action').textContent()).toContain(
+        'Submissions and evaluations close automatically',
+      );
+      expect(await clock.textContent()).toContain('Submissions open');
+      await shot(spectator, 'organizer-07-round-clock-leaderboard');
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
   async function orgCookie(): Promise<string> {
     const res = await hub.http.post('/api/auth/dev').send({ login: ORGANIZER });
     return ([] as string[])

@@ -20,6 +20,7 @@ import { AuditModule } from './audit/audit.module';
 import { BanPolicyModule } from './bans/ban-policy.module';
 import { BansModule } from './bans/bans.module';
 import { OrganizerModule } from './organizer/organizer.module';
+import { RoundClockModule } from './round-clock/round-clock.module';
 
 @Module({})
 export class AppModule {
@@ -44,6 +45,7 @@ export class AppModule {
         GithubModule,
         BansModule,
         OrganizerModule,
+        RoundClockModule,
       ],
       controllers: [HealthController],
       providers: [

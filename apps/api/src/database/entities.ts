@@ -16,6 +16,7 @@ import { AgentEntity } from '../agents/agent.entity';
 import { GITHUB_ENTITIES } from '../github/entities';
 import { AuditEntryEntity } from '../audit/audit-entry.entity';
 import { BanEntity } from '../bans/ban.entity';
+import { RoundClockEntity, ScheduledActionEntity } from '../round-clock/round-clock.entities';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [
@@ -37,4 +38,6 @@ export const ENTITIES = [
   ...GITHUB_ENTITIES,
   AuditEntryEntity,
   BanEntity,
+  RoundClockEntity,
+  ScheduledActionEntity,
 ];

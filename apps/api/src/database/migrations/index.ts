@@ -1,3 +1,4 @@
+import { RoundClock1796042132522 } from './1796042132522-RoundClock';
 import { OrganizerConsole1796041358443 } from './1796041358443-OrganizerConsole';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import type { MigrationInterface } from 'typeorm';
@@ -11,4 +12,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   Agents1796015857416,
   GithubApp1796016798089,
   OrganizerConsole1796041358443,
+  RoundClock1796042132522,
 ];
