@@ -2,6 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toyStarter } from '../support/archives';
 import { ROOT, startTestHub, type TestHub } from '../support/hub';
@@ -38,7 +41,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   let bobTeam: { id: string; slug: string };
   const runs: Record<string, string> = {};
 
-  async function browser(label: string): Promise<Page> {
+  async function browser(label: string, permissions: string[] = []): Promise<Page> {
     const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-org-${label}-`));
     dirs.push(dir);
     const ctx = await chromium.launchPersistentContext(dir, {
@@ -47,6 +50,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
       args: ARGS,
       viewport: { width: 1280, height: 860 },
       baseURL: hub.baseUrl,
+      permissions,
     });
     contexts.push(ctx);
     const page = ctx.pages()[0] ?? (await ctx.newPage());
@@ -263,6 +267,95 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
       expect(await clock.textContent()).toContain('Submissions open');
       await shot(spectator, 'organizer-07-round-clock-leaderboard');
       expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
+    "notifies the open tab when a team run ends, and posts the signed run.finished to the owner's webhook",
+    { timeout: 120_000 },
+    async () => {
+      // A small real HTTP receiver for the webhook.
+      const received: { headers: Record<string, unknown>; body: string }[] = [];
+      const server = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+          res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const hookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dryft`;
+      try {
+        const { owner: nina } = await ownerWithTeam(hub, 'nina-e2e', 'Night Owls');
+        const page = await browser('notify', ['notifications']);
+        // Record what the page shows through the browser's Notification API.
+        await page.context().addInitScript(() => {
+          const w = window as unknown as {
+            __notes: { title: string; body?: string }[];
+            Notification: typeof Notification;
+          };
+          w.__notes = [];
+          const Real = w.Notification;
+          const Spy = function (this: unknown, title: string, options?: NotificationOptions) {
+            w.__notes.push({ title, body: options?.body });
+            return new Real(title, options);
+          } as unknown as typeof Notification;
+          Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+          Spy.requestPermission = Real.requestPermission.bind(Real);
+          w.Notification = Spy;
+        });
+        await signIn(page, 'nina-e2e');
+
+        await page.goto('/team');
+        const hooks = page.getByTestId('team-webhooks');
+        await hooks.locator('#hook-url').fill(hookUrl);
+        await hooks.getByRole('button', { name: 'Add webhook' }).click();
+        const secret = (await page.getByTestId('webhook-secret').locator('code').textContent())!.trim();
+        expect(secret).toMatch(/^whsec_/);
+        await hooks.getByTestId('webhook').getByText(hookUrl).waitFor();
+
+        await page.goto('/runs');
+        await page.getByTestId('notify-toggle').check();
+        await expect.poll(() => page.getByTestId('notify-toggle').isChecked()).toBe(true);
+        await shot(page, 'notify-01-runs-opt-in');
+
+        const up = await nina.upload(
+          '/api/submissions',
+          { benchmark: 'toy-decode' },
+          { name: 'owl.tar.gz', content: await toyStarter() },
+        );
+        const run = (await nina.post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'public' }))
+          .body.run;
+        await new TestAgent(hub).complete(run.id, 123.4);
+
+        await expect
+          .poll(() => page.evaluate(() => (window as unknown as { __notes: { title: string }[] }).__notes), {
+            timeout: 15_000,
+          })
+          .toEqual([
+            {
+              title: `Run ${run.id.slice(0, 8)} succeeded`,
+              body: 'owl #1 · public · toy-decode · 123.4 points',
+            },
+          ]);
+
+        await expect.poll(() => received.length, { timeout: 20_000 }).toBe(1);
+        const signature = `sha256=${createHmac('sha256', secret).update(received[0].body).digest('hex')}`;
+        expect(received[0].headers['x-hub-signature-256']).toBe(signature);
+        expect(JSON.parse(received[0].body)).toMatchObject({
+          event: 'run.finished',
+          run: { id: run.id, status: 'succeeded' },
+        });
+
+        await page.goto('/team');
+        await page.getByTestId('webhook').getByRole('button', { name: 'Deliveries' }).click();
+        await page.getByTestId('webhook-deliveries').getByText('succeeded').waitFor();
+        await shot(page, 'notify-02-team-webhook-deliveries');
+        expect(pageErrors).toEqual([]);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
     },
   );
 

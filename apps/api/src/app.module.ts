@@ -21,6 +21,7 @@ import { BanPolicyModule } from './bans/ban-policy.module';
 import { BansModule } from './bans/bans.module';
 import { OrganizerModule } from './organizer/organizer.module';
 import { RoundClockModule } from './round-clock/round-clock.module';
+import { NotificationsModule } from './notifications/notifications.module';
 
 @Module({})
 export class AppModule {
@@ -46,6 +47,7 @@ export class AppModule {
         BansModule,
         OrganizerModule,
         RoundClockModule,
+        NotificationsModule,
       ],
       controllers: [HealthController],
       providers: [

@@ -212,3 +212,55 @@ export const BenchmarkClockView = z.object({
   serverTime: z.string(),
 });
 export type BenchmarkClockView = z.infer<typeof BenchmarkClockView>;
+
+/** Outgoing team webhooks: events the hub posts to a team's URL, signed like GitHub's. */
+export const WebhookEvent = z.enum(['run.finished']);
+export type WebhookEvent = z.infer<typeof WebhookEvent>;
+
+export const CreateWebhookBody = z
+  .object({
+    url: z
+      .string()
+      .url('a full URL such as https://ci.example.com/dryft')
+      .refine((u) => /^https?:\/\//i.test(u), 'an http:// or https:// URL'),
+    events: z.array(WebhookEvent).min(1).default(['run.finished']),
+  })
+  .strict();
+export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
+
+export const WebhookView = z.object({
+  id: z.string(),
+  teamId: z.string(),
+  url: z.string(),
+  events: z.array(WebhookEvent),
+  createdBy: z.string(),
+  createdAt: z.string(),
+});
+export type WebhookView = z.infer<typeof WebhookView>;
+
+/** The only response that contains the signing secret. */
+export const CreatedWebhookView = WebhookView.extend({ secret: z.string() });
+
+export const WebhookDeliveryView = z.object({
+  id: z.string(),
+  webhookId: z.string(),
+  event: WebhookEvent,
+  runId: z.string().nullable(),
+  status: z.enum(['pending', 'succeeded', 'failed']),
+  attempts: z.number().int(),
+  lastStatusCode: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  createdAt: z.string(),
+  deliveredAt: z.string().nullable(),
+});
+export type WebhookDeliveryView = z.infer<typeof WebhookDeliveryView>;
+
+/** The body the hub posts for `run.finished` (header X-Dryft-Event: run.finished). */
+export const RunFinishedPayload = z.object({
+  event: z.literal('run.finished'),
+  deliveryId: z.string(),
+  sentAt: z.string(),
+  team: z.object({ id: z.string(), slug: z.string(), name: z.string() }),
+  run: RunView,
+});
+export type RunFinishedPayload = z.infer<typeof RunFinishedPayload>;

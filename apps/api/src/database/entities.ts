@@ -17,6 +17,7 @@ import { GITHUB_ENTITIES } from '../github/entities';
 import { AuditEntryEntity } from '../audit/audit-entry.entity';
 import { BanEntity } from '../bans/ban.entity';
 import { RoundClockEntity, ScheduledActionEntity } from '../round-clock/round-clock.entities';
+import { TeamWebhookEntity, WebhookDeliveryEntity } from '../notifications/webhook.entities';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [
@@ -40,4 +41,6 @@ export const ENTITIES = [
   BanEntity,
   RoundClockEntity,
   ScheduledActionEntity,
+  TeamWebhookEntity,
+  WebhookDeliveryEntity,
 ];

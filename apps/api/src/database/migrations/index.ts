@@ -1,3 +1,4 @@
+import { TeamWebhooks1796042501049 } from './1796042501049-TeamWebhooks';
 import { RoundClock1796042132522 } from './1796042132522-RoundClock';
 import { OrganizerConsole1796041358443 } from './1796041358443-OrganizerConsole';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
@@ -13,4 +14,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   GithubApp1796016798089,
   OrganizerConsole1796041358443,
   RoundClock1796042132522,
+  TeamWebhooks1796042501049,
 ];
