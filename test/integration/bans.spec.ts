@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Clock } from '../../apps/api/src/common/clock';
 import { toyStarter } from '../support/archives';
-import { startTestHub, TestHub } from '../support/hub';
+import { runCli } from '../support/cli';
+import { ROOT, startTestHub, TestHub } from '../support/hub';
 import { ownerWithTeam, signIn, TestUser, withToken } from '../support/users';
 
 class MovableClock extends Clock {
@@ -125,6 +129,26 @@ describe('bans: users or teams, per benchmark or hub-wide, with a reason and an 
         endsAt: new Date(endsAt).toISOString(),
       });
     }
+    // The CLI with the team's token: refused with the reason and the end; reading still works.
+    const home = mkdtempSync(path.join(tmpdir(), 'dryft-ban-cli-'));
+    try {
+      const cliEnv = { DRYFT_API_URL: hub.baseUrl, DRYFT_TOKEN: token, XDG_CONFIG_HOME: home };
+      const submit = await runCli(
+        ['submit', path.join(ROOT, 'starters/toy-decode/engine'), '-b', 'toy-decode'],
+        cliEnv,
+      );
+      expect(submit.code).not.toBe(0);
+      expect(submit.stderr).toContain('Your team is banned from Toy decode');
+      expect(submit.stderr).toContain('Reason: exploited the metric recorder');
+      const run = await runCli(['run', sub, '--mode', 'public'], cliEnv);
+      expect(run.code).not.toBe(0);
+      expect(run.stderr).toContain('so you cannot start runs');
+      const runs = await runCli(['runs'], cliEnv);
+      expect(runs.code).toBe(0);
+      expect(runs.stdout).toContain(queued.id.slice(0, 8));
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
     // Founding or joining another team to get around the ban is refused too.
     const evade = await member.post('/api/teams', { name: 'Fresh Start' });
     expect([evade.status, evade.body.error.code]).toEqual([403, 'banned']);
@@ -150,7 +174,7 @@ describe('bans: users or teams, per benchmark or hub-wide, with a reason and an 
 
     // Other benchmarks are not touched by a per-benchmark ban.
     const elsewhere = await upload(owner, 'qwen3-4b-decode');
-    expect(elsewhere.body.error?.code).not.toBe('banned');
+    expect(elsewhere.status).toBe(201);
 
     // The ban ends by itself at its end...
     clock.offsetMs = 4 * 86400_000;

@@ -25,6 +25,9 @@ export class TestUser {
   post(path: string, body?: object) {
     return this.with(this.hub.http.post(path)).send(body ?? {});
   }
+  put(path: string) {
+    return this.with(this.hub.http.put(path));
+  }
   patch(path: string, body?: object) {
     return this.with(this.hub.http.patch(path)).send(body ?? {});
   }

@@ -20,6 +20,8 @@ import { AuditModule } from './audit/audit.module';
 import { BanPolicyModule } from './bans/ban-policy.module';
 import { BansModule } from './bans/bans.module';
 import { OrganizerModule } from './organizer/organizer.module';
+import { RoundClockModule } from './round-clock/round-clock.module';
+import { NotificationsModule } from './notifications/notifications.module';
 
 @Module({})
 export class AppModule {
@@ -44,6 +46,8 @@ export class AppModule {
         GithubModule,
         BansModule,
         OrganizerModule,
+        RoundClockModule,
+        NotificationsModule,
       ],
       controllers: [HealthController],
       providers: [

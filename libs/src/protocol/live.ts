@@ -9,6 +9,7 @@ import {
   RunView,
   SampleView,
 } from '../rest/runs';
+import { BenchmarkClockView } from '../rest/organizer';
 
 /**
  * The `/live` socket.io namespace for browsers and the CLI. Authenticated at the handshake by the
@@ -49,6 +50,8 @@ export const RunResultLiveEvent = z.object({ runId: z.string(), result: RunResul
 export const LeaderboardUpdateEvent = z.object({ leaderboard: LeaderboardView });
 export const TeamRunEvent = z.object({ run: RunView });
 export const AgentsUpdateEvent = z.object({ agents: z.array(AgentView) });
+/** To every /live socket: a benchmark's round clock, availability or schedule changed. */
+export const BenchmarkClockEvent = z.object({ clock: BenchmarkClockView });
 
 /** Why a connection lost access to private rooms. */
 export const AccessLostReason = z.enum([
@@ -87,6 +90,7 @@ export const LiveServerToClient = {
   'team.run': TeamRunEvent,
   'agents.update': AgentsUpdateEvent,
   'access.revoked': AccessRevokedEvent,
+  'benchmark.clock': BenchmarkClockEvent,
 } as const;
 
 export type LiveServerEvents = {

@@ -27,6 +27,10 @@ export const AuditAction = z.enum([
   'ban.lift',
   'run.disqualify',
   'run.requalify',
+  'round.set',
+  'round.clear',
+  'schedule.create',
+  'schedule.cancel',
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;
 
@@ -36,7 +40,7 @@ export const AuditEntryView = z.object({
   actor: z.object({ id: z.string(), login: z.string() }),
   action: AuditAction,
   /** What it was done to: a benchmark id, an agent, a ban, a run. */
-  target: z.object({ kind: z.enum(['benchmark', 'agent', 'ban', 'run']), id: z.string() }),
+  target: z.object({ kind: z.enum(['benchmark', 'agent', 'ban', 'run', 'schedule']), id: z.string() }),
   benchmarkId: z.string().nullable(),
   reason: z.string().nullable(),
   /** The values set (before → after where it applies). */
@@ -153,3 +157,110 @@ export const ExportRow = z.object({
   disqualifiedReason: z.string().nullable(),
 });
 export type ExportRow = z.infer<typeof ExportRow>;
+
+/** The displayed round of a benchmark. It never opens or closes anything by itself. */
+export const RoundView = z.object({ name: z.string(), startsAt: z.string(), endsAt: z.string() });
+export type RoundView = z.infer<typeof RoundView>;
+
+export const SetRoundBody = z
+  .object({
+    name: z.string().trim().min(1, 'name the round, e.g. "Round 1"').max(80),
+    startsAt: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-01T00:00:00Z' }),
+    endsAt: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-15T00:00:00Z' }),
+    reason: z.string().trim().max(1000).optional(),
+  })
+  .strict()
+  .refine((b) => new Date(b.endsAt) > new Date(b.startsAt), {
+    message: 'endsAt must be after startsAt',
+    path: ['endsAt'],
+  });
+export type SetRoundBody = z.infer<typeof SetRoundBody>;
+
+export const ScheduleBody = z
+  .object({
+    action: z.enum(['open', 'close']),
+    /** What opens or closes: submissions, evaluations, or both (default). */
+    target: z.enum(['submissions', 'evaluations', 'both']).default('both'),
+    at: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-01T00:00:00Z' }),
+    reason: z.string().trim().max(1000).optional(),
+  })
+  .strict();
+export type ScheduleBody = z.infer<typeof ScheduleBody>;
+
+export const ScheduledActionView = z.object({
+  id: z.string(),
+  benchmarkId: z.string(),
+  action: z.enum(['open', 'close']),
+  target: z.enum(['submissions', 'evaluations', 'both']),
+  at: z.string(),
+  reason: z.string().nullable(),
+  createdBy: z.string(),
+  status: z.enum(['pending', 'running', 'done', 'canceled', 'failed']),
+  finishedAt: z.string().nullable(),
+  outcome: z.string().nullable(),
+});
+export type ScheduledActionView = z.infer<typeof ScheduledActionView>;
+
+/** Everything a countdown needs: the round, what is open now, and the opens/closes scheduled. */
+export const BenchmarkClockView = z.object({
+  benchmarkId: z.string(),
+  round: RoundView.nullable(),
+  submissionsOpen: z.boolean(),
+  evaluationsOpen: z.boolean(),
+  /** Pending scheduled actions, soonest first. */
+  scheduled: z.array(ScheduledActionView),
+  serverTime: z.string(),
+});
+export type BenchmarkClockView = z.infer<typeof BenchmarkClockView>;
+
+/** Outgoing team webhooks: events the hub posts to a team's URL, signed like GitHub's. */
+export const WebhookEvent = z.enum(['run.finished']);
+export type WebhookEvent = z.infer<typeof WebhookEvent>;
+
+export const CreateWebhookBody = z
+  .object({
+    url: z
+      .string()
+      .url('a full URL such as https://ci.example.com/dryft')
+      .refine((u) => /^https?:\/\//i.test(u), 'an http:// or https:// URL'),
+    events: z.array(WebhookEvent).min(1).default(['run.finished']),
+  })
+  .strict();
+export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
+
+export const WebhookView = z.object({
+  id: z.string(),
+  teamId: z.string(),
+  url: z.string(),
+  events: z.array(WebhookEvent),
+  createdBy: z.string(),
+  createdAt: z.string(),
+});
+export type WebhookView = z.infer<typeof WebhookView>;
+
+/** The only response that contains the signing secret. */
+export const CreatedWebhookView = WebhookView.extend({ secret: z.string() });
+
+export const WebhookDeliveryView = z.object({
+  id: z.string(),
+  webhookId: z.string(),
+  event: WebhookEvent,
+  runId: z.string().nullable(),
+  status: z.enum(['pending', 'succeeded', 'failed']),
+  attempts: z.number().int(),
+  lastStatusCode: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  createdAt: z.string(),
+  deliveredAt: z.string().nullable(),
+});
+export type WebhookDeliveryView = z.infer<typeof WebhookDeliveryView>;
+
+/** The body the hub posts for `run.finished` (header X-Dryft-Event: run.finished). */
+export const RunFinishedPayload = z.object({
+  event: z.literal('run.finished'),
+  deliveryId: z.string(),
+  sentAt: z.string(),
+  team: z.object({ id: z.string(), slug: z.string(), name: z.string() }),
+  run: RunView,
+});
+export type RunFinishedPayload = z.infer<typeof RunFinishedPayload>;

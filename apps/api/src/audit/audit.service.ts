@@ -18,7 +18,11 @@ export interface AuditRecord {
 export class AuditService {
   constructor(private readonly audit: AuditRepository) {}
 
-  async record(actor: Principal, entry: AuditRecord): Promise<AuditEntryView> {
+  /** `actor`: the caller, or (for a scheduled action) the organizer who scheduled it. */
+  async record(
+    actor: Pick<Principal, 'user'> | { user: { id: string; login: string } },
+    entry: AuditRecord,
+  ): Promise<AuditEntryView> {
     const row = await this.audit.insert({
       actorId: actor.user.id,
       actorLogin: actor.user.login,

@@ -53,6 +53,10 @@ export const EnvSchema = z.object({
   DEADLINE_GRACE_SECONDS: z.coerce.number().nonnegative().default(5),
   /** Seconds an agent may go without a heartbeat before its runs fail as infra_error. */
   AGENT_LEASE_SECONDS: z.coerce.number().positive().default(30),
+  /** Outgoing team webhooks (run.finished): attempts per delivery, and the first retry delay (doubles). */
+  OUTGOING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(6),
+  OUTGOING_WEBHOOK_RETRY_SECONDS: z.coerce.number().int().min(1).default(10),
+  OUTGOING_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug']).default('log'),
   COOKIE_SECURE: bool.optional(),
 });

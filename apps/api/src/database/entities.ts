@@ -16,6 +16,8 @@ import { AgentEntity } from '../agents/agent.entity';
 import { GITHUB_ENTITIES } from '../github/entities';
 import { AuditEntryEntity } from '../audit/audit-entry.entity';
 import { BanEntity } from '../bans/ban.entity';
+import { RoundClockEntity, ScheduledActionEntity } from '../round-clock/round-clock.entities';
+import { TeamWebhookEntity, WebhookDeliveryEntity } from '../notifications/webhook.entities';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [
@@ -37,4 +39,8 @@ export const ENTITIES = [
   ...GITHUB_ENTITIES,
   AuditEntryEntity,
   BanEntity,
+  RoundClockEntity,
+  ScheduledActionEntity,
+  TeamWebhookEntity,
+  WebhookDeliveryEntity,
 ];

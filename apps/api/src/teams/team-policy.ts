@@ -15,7 +15,8 @@ export type TeamAction =
   | 'manage_repositories'
   | 'remove_members'
   | 'manage_invite_code'
-  | 'change_roles';
+  | 'change_roles'
+  | 'manage_webhooks';
 
 const MANAGERS: Role[] = ['owner', 'admin'];
 
@@ -27,6 +28,7 @@ export function roleAllows(role: Role, action: TeamAction): boolean {
     case 'cancel':
       return true;
     case 'change_roles':
+    case 'manage_webhooks':
       return role === 'owner';
     default:
       return MANAGERS.includes(role);
@@ -48,4 +50,5 @@ export const ACTION_TEXT: Record<TeamAction, string> = {
   remove_members: 'remove members',
   manage_invite_code: 'see or regenerate the invite code',
   change_roles: 'change member roles',
+  manage_webhooks: 'manage outgoing webhooks',
 };

@@ -37,7 +37,8 @@ export class TeamsService {
       );
     }
     if (!roleAllows(membership.role, action)) {
-      const who = action === 'change_roles' ? 'team owners' : 'team owners and admins';
+      const who =
+        action === 'change_roles' || action === 'manage_webhooks' ? 'team owners' : 'team owners and admins';
       throw forbidden(
         'role_not_allowed',
         `Only ${who} can ${ACTION_TEXT[action]}; your role is ${membership.role}.`,

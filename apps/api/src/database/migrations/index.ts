@@ -1,3 +1,5 @@
+import { TeamWebhooks1796042501049 } from './1796042501049-TeamWebhooks';
+import { RoundClock1796042132522 } from './1796042132522-RoundClock';
 import { OrganizerConsole1796041358443 } from './1796041358443-OrganizerConsole';
 import { ScoreInterval1796041522086 } from './1796041522086-ScoreInterval';
 import { RulesChangedAt1796042021934 } from './1796042021934-RulesChangedAt';
@@ -17,6 +19,8 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   OrganizerConsole1796041358443,
   ScoreInterval1796041522086,
   RulesChangedAt1796042021934,
+  RoundClock1796042132522,
+  TeamWebhooks1796042501049,
   LeaseLost1796100000000,
   LogCap1796100000001,
 ];

@@ -1,0 +1,208 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import type { CreateWebhookBody, RunFinishedPayload, WebhookDeliveryView, WebhookView } from '@dryft/libs';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import type PgBoss from 'pg-boss';
+import { Clock } from '../common/clock';
+import { conflict, notFound } from '../common/errors';
+import { EventBus } from '../common/event-bus';
+import type { Principal } from '../common/principal';
+import { CONFIG, Config } from '../config/config';
+import { RunsService } from '../runs/runs.service';
+import { TeamsService } from '../teams/teams.service';
+import { UsersService } from '../users/users.service';
+import type { TeamWebhookEntity, WebhookDeliveryEntity } from './webhook.entities';
+import { WebhookJobs, type WebhookJob } from './webhook-jobs';
+import { WebhooksRepository } from './webhooks.repository';
+
+const MAX_WEBHOOKS_PER_TEAM = 10;
+
+/** `sha256=<hex>`: GitHub's X-Hub-Signature-256 scheme, over the exact body bytes. */
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+/**
+ * Outgoing team webhooks. A run reaching a final state (`run.finished` on the bus) becomes one
+ * delivery per subscribed webhook, inserted with its pg-boss job in one transaction; the worker
+ * posts the signed body and pg-boss retries a failure with exponential backoff.
+ */
+@Injectable()
+export class WebhooksService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Webhooks');
+
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly jobs: WebhookJobs,
+    private readonly runs: RunsService,
+    private readonly teams: TeamsService,
+    private readonly users: UsersService,
+    private readonly clock: Clock,
+    private readonly bus: EventBus,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.bus.on('run.finished', ({ runId }) => this.onRunFinished(runId));
+    if (await this.repo.anyActive()) await this.startWorker();
+  }
+
+  private startWorker(): Promise<void> {
+    return this.jobs.start((job) => this.deliver(job));
+  }
+
+  async create(principal: Principal, teamId: string, body: CreateWebhookBody) {
+    await this.teams.authorize(principal, teamId, 'manage_webhooks');
+    if ((await this.repo.listForTeam(teamId)).length >= MAX_WEBHOOKS_PER_TEAM)
+      throw conflict(
+        'too_many_webhooks',
+        `A team has at most ${MAX_WEBHOOKS_PER_TEAM} webhooks; delete one first.`,
+      );
+    const secret = `whsec_${randomBytes(24).toString('base64url')}`;
+    const hook = await this.repo.create({
+      teamId,
+      url: body.url,
+      secret,
+      events: [...new Set(body.events)],
+      createdBy: principal.user.id,
+    });
+    await this.startWorker();
+    return { ...(await this.view(hook)), secret };
+  }
+
+  async list(principal: Principal, teamId: string): Promise<WebhookView[]> {
+    await this.teams.authorize(principal, teamId, 'manage_webhooks');
+    return Promise.all((await this.repo.listForTeam(teamId)).map((h) => this.view(h)));
+  }
+
+  async remove(principal: Principal, teamId: string, id: string): Promise<{ deleted: true; id: string }> {
+    await this.teams.authorize(principal, teamId, 'manage_webhooks');
+    const hook = await this.repo.find(teamId, id);
+    if (!hook) throw notFound('webhook_not_found', `No webhook ${id} in this team.`);
+    await this.repo.remove(id, this.clock.now());
+    return { deleted: true, id };
+  }
+
+  async deliveries(principal: Principal, teamId: string, id: string): Promise<WebhookDeliveryView[]> {
+    await this.teams.authorize(principal, teamId, 'manage_webhooks');
+    const hook = await this.repo.find(teamId, id);
+    if (!hook) throw notFound('webhook_not_found', `No webhook ${id} in this team.`);
+    return (await this.repo.listDeliveries(id, 50)).map(deliveryView);
+  }
+
+  private async onRunFinished(runId: string): Promise<void> {
+    const run = await this.runs.viewById(runId);
+    if (!run) return;
+    const hooks = (await this.repo.listForTeam(run.teamId)).filter((h) => h.events.includes('run.finished'));
+    if (hooks.length === 0) return;
+    const team = (await this.teams.findById(run.teamId))!;
+    await this.startWorker();
+    await this.repo.dataSource.transaction(async (manager) => {
+      for (const hook of hooks) {
+        const id = randomUUID();
+        const payload: RunFinishedPayload = {
+          event: 'run.finished',
+          deliveryId: id,
+          sentAt: this.clock.now().toISOString(),
+          team: { id: team.id, slug: team.slug, name: team.name },
+          run,
+        };
+        await this.repo.insertDelivery(manager, {
+          id,
+          webhookId: hook.id,
+          teamId: run.teamId,
+          event: 'run.finished',
+          runId,
+          body: JSON.stringify(payload),
+        });
+        await this.jobs.enqueue(manager, id);
+      }
+    });
+    this.jobs.wake();
+  }
+
+  /** One attempt. Throws (so pg-boss retries with backoff) unless it succeeded or was the last. */
+  private async deliver(job: PgBoss.JobWithMetadata<WebhookJob>): Promise<void> {
+    const delivery = await this.repo.findDelivery(job.data.deliveryId);
+    if (!delivery || delivery.status !== 'pending') return;
+    const hook = await this.repo.findAny(delivery.webhookId);
+    const last = job.retryCount >= job.retryLimit;
+    if (!hook || hook.deletedAt) {
+      await this.repo.recordAttempt(delivery.id, {
+        status: 'failed',
+        statusCode: null,
+        error: 'the webhook was deleted',
+        at: this.clock.now(),
+      });
+      return;
+    }
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      const res = await fetch(hook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Dryft-Hookshot',
+          'x-dryft-event': delivery.event,
+          'x-dryft-delivery': delivery.id,
+          'x-hub-signature-256': signBody(hook.secret, delivery.body),
+        },
+        body: delivery.body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.config.OUTGOING_WEBHOOK_TIMEOUT_MS),
+      });
+      statusCode = res.status;
+      await res.body?.cancel().catch(() => undefined);
+      if (res.status >= 200 && res.status < 300) {
+        await this.repo.recordAttempt(delivery.id, {
+          status: 'succeeded',
+          statusCode,
+          error: null,
+          at: this.clock.now(),
+        });
+        return;
+      }
+      error = `the receiver answered ${res.status}`;
+    } catch (err) {
+      error =
+        (err as Error).name === 'TimeoutError'
+          ? `no answer within ${this.config.OUTGOING_WEBHOOK_TIMEOUT_MS} ms`
+          : `could not reach the receiver: ${(err as Error).message}`;
+    }
+    await this.repo.recordAttempt(delivery.id, {
+      status: last ? 'failed' : 'pending',
+      statusCode,
+      error: last ? `${error}; gave up after ${job.retryCount + 1} attempts` : error,
+      at: this.clock.now(),
+    });
+    if (!last) throw new Error(`delivery ${delivery.id}: ${error}`);
+    this.logger.warn(`webhook delivery ${delivery.id} failed for good: ${error}`);
+  }
+
+  private async view(h: TeamWebhookEntity): Promise<WebhookView> {
+    const creator = await this.users.findById(h.createdBy);
+    return {
+      id: h.id,
+      teamId: h.teamId,
+      url: h.url,
+      events: h.events as WebhookView['events'],
+      createdBy: creator?.login ?? 'unknown',
+      createdAt: h.createdAt.toISOString(),
+    };
+  }
+}
+
+function deliveryView(d: WebhookDeliveryEntity): WebhookDeliveryView {
+  return {
+    id: d.id,
+    webhookId: d.webhookId,
+    event: d.event as WebhookDeliveryView['event'],
+    runId: d.runId,
+    status: d.status as WebhookDeliveryView['status'],
+    attempts: d.attempts,
+    lastStatusCode: d.lastStatusCode,
+    lastError: d.lastError,
+    createdAt: d.createdAt.toISOString(),
+    deliveredAt: d.deliveredAt?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,369 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toyStarter } from '../support/archives';
+import { ROOT, startTestHub, type TestHub } from '../support/hub';
+import { hasChromium } from '../support/prerequisites';
+import { TestAgent } from '../support/test-agent';
+import { ownerWithTeam, type TestUser } from '../support/users';
+
+/**
+ * The organizer's console in Chromium, on the built web app served by the real API on real
+ * Postgres. Results are landed by the in-process TestAgent (the subject is the console, not the
+ * harness). An organizer finds a run, disqualifies it (a spectator's open leaderboard drops it
+ * live), bans a team and reads the audit log; the banned participant sees why and is refused an
+ * upload; the team's run page and public page show the disqualification's reason.
+ */
+const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+];
+const ORGANIZER = 'olga-org';
+
+describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
+  let hub: TestHub;
+  const contexts: BrowserContext[] = [];
+  const dirs: string[] = [];
+  const pageErrors: string[] = [];
+  let ann: TestUser;
+  let annTeam: { id: string; slug: string };
+  let bobTeam: { id: string; slug: string };
+  const runs: Record<string, string> = {};
+
+  async function browser(label: string, permissions: string[] = []): Promise<Page> {
+    const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-org-${label}-`));
+    dirs.push(dir);
+    const ctx = await chromium.launchPersistentContext(dir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      viewport: { width: 1280, height: 860 },
+      baseURL: hub.baseUrl,
+      permissions,
+    });
+    contexts.push(ctx);
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.on('pageerror', (err) => pageErrors.push(`[${label}] ${err.message}`));
+    page.on('console', (msg) => {
+      // The refused upload is an expected 403; anything else logged as an error fails the test.
+      if (msg.type() === 'error' && !/status of 403/.test(msg.text()))
+        pageErrors.push(`[${label}] console: ${msg.text()}`);
+    });
+    return page;
+  }
+
+  async function signIn(page: Page, login: string): Promise<void> {
+    await page.goto('/signin');
+    await page.getByTestId('dev-login').fill(login);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByTestId('account-menu').waitFor();
+  }
+
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    if (!existsSync(WEB_BUILD)) throw new Error('apps/web/build is missing: run `npm run build` first.');
+    mkdirSync(SHOTS, { recursive: true });
+    hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER } });
+    const agent = new TestAgent(hub);
+    let bob: TestUser;
+    ({ owner: ann, team: annTeam } = await ownerWithTeam(hub, 'ann-e2e', 'Fast Decoders'));
+    ({ owner: bob, team: bobTeam } = await ownerWithTeam(hub, 'bob-e2e', 'Metric Benders'));
+    const official = async (user: TestUser, key: string, score: number) => {
+      const up = await user.upload(
+        '/api/submissions',
+        { benchmark: 'toy-decode' },
+        { name: `${key}.tar.gz`, content: await toyStarter() },
+      );
+      const run = (
+        await user.post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'official', confirm: true })
+      ).body.run;
+      await agent.complete(run.id, score);
+      runs[key] = run.id;
+    };
+    await official(ann, 'ann', 140);
+    await official(bob, 'bob', 180);
+    // A queued run of Bob's that the ban will cancel.
+    const up = await bob.upload(
+      '/api/submissions',
+      { benchmark: 'toy-decode' },
+      { name: 'late.tar.gz', content: await toyStarter() },
+    );
+    runs.bobQueued = (
+      await bob.post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'public' })
+    ).body.run.id;
+  });
+
+  afterAll(async () => {
+    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await hub?.close();
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  it(
+    'disqualifies, bans and audits from the console; participants see why',
+    { timeout: 180_000 },
+    async () => {
+      // A spectator watches the leaderboard: Bob's team leads.
+      const spectator = await browser('spectator');
+      await spectator.goto('/leaderboard/toy-decode');
+      await expect
+        .poll(() => spectator.getByTestId('lb-row').first().getAttribute('data-holder'))
+        .toContain(bobTeam.slug);
+      await expect.poll(() => spectator.getByTestId('live-indicator').textContent()).toContain('live');
+
+      // The organizer's console: all runs, filtered to Bob's team.
+      const org = await browser('organizer');
+      await signIn(org, ORGANIZER);
+      await org.getByRole('link', { name: 'All runs' }).click();
+      await org.getByTestId('admin-run-row').first().waitFor();
+      expect(await org.getByTestId('admin-run-row').count()).toBe(3);
+      await org.locator('#f-team').fill(bobTeam.slug);
+      await org.locator('#f-status').selectOption('succeeded');
+      await org.getByRole('button', { name: 'Filter' }).click();
+      await expect.poll(() => org.getByTestId('admin-run-row').count()).toBe(1);
+      await shot(org, 'organizer-01-all-runs');
+
+      // Disqualify Bob's result with a reason: it leaves the spectator's board at once.
+      const row = org.locator(`[data-run="${runs.bob}"]`);
+      await row.getByRole('button', { name: 'Disqualify…' }).click();
+      await org.locator('#dq-reason').fill('Timed its own clock instead of the harness');
+      await shot(org, 'organizer-02-disqualify-dialog');
+      await org.getByTestId('dq-dialog').getByRole('button', { name: 'Disqualify', exact: true }).click();
+      await row.getByText('disqualified').waitFor();
+      await expect.poll(() => spectator.getByTestId('lb-row').count(), { timeout: 15_000 }).toBe(1);
+      expect(await spectator.getByTestId('lb-row').first().getAttribute('data-holder')).toContain(
+        annTeam.slug,
+      );
+      await shot(spectator, 'organizer-03-leaderboard-after-disqualification');
+
+      // The organizer reads Bob's run page, logs included.
+      await org.goto(`/runs/${runs.bob}`);
+      await org.getByTestId('run-disqualified').waitFor();
+      await expect.poll(() => org.getByText('measuring').count()).toBeGreaterThan(0);
+
+      // Ban Bob's team on toy-decode for three days.
+      await org.goto('/admin/bans');
+      await org.locator('#ban-kind').selectOption('team');
+      await org.locator('#ban-subject').fill(bobTeam.slug);
+      await org.locator('#ban-bench').selectOption('toy-decode');
+      await org.locator('#ban-reason').fill('Repeated rule-breaking');
+      const end = new Date(Date.now() + 3 * 86400_000);
+      const local = new Date(end.getTime() - end.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+      await org.locator('#ban-end').fill(local);
+      await org.getByTestId('ban-form').getByRole('button', { name: 'Ban' }).click();
+      await org.getByText('their queued runs are canceled').waitFor();
+      await org.getByTestId('bans').getByText('Repeated rule-breaking').waitFor();
+      await shot(org, 'organizer-04-bans');
+      await expect
+        .poll(
+          async () =>
+            (await hub.http.get(`/api/admin/runs?q=${runs.bobQueued}`).set('Cookie', await orgCookie())).body
+              .items?.[0]?.status,
+        )
+        .toBe('canceled');
+
+      // The audit log has both actions, with who and why.
+      await org.getByRole('link', { name: 'Audit log' }).click();
+      await org.getByTestId('audit').getByText('ban.create').waitFor();
+      await org.getByTestId('audit').getByText('run.disqualify').waitFor();
+      expect(
+        await org.getByTestId('audit').getByText('Timed its own clock instead of the harness').count(),
+      ).toBe(1);
+      await shot(org, 'organizer-05-audit-log');
+
+      // The banned participant: the reason and the end on every page; an upload is refused with both.
+      const bob = await browser('banned');
+      await signIn(bob, 'bob-e2e');
+      await bob.goto('/submissions');
+      const notice = bob.getByTestId('ban-notice');
+      await notice.waitFor();
+      expect(await notice.textContent()).toContain('Repeated rule-breaking');
+      expect(await notice.textContent()).toContain('Metric Benders');
+      const starter = path.join(dirs[0], 'engine.tar.gz');
+      writeFileSync(starter, await toyStarter());
+      if (await bob.getByTestId('benchmark-select').count())
+        await bob.getByTestId('benchmark-select').selectOption('toy-decode');
+      await bob.getByTestId('file-input').setInputFiles(starter);
+      await bob.getByText('all rules pass').first().waitFor();
+      await bob.getByTestId('upload').click();
+      const refusal = bob.getByRole('alert').filter({ hasText: 'cannot upload submissions' });
+      await refusal.waitFor();
+      expect(await refusal.textContent()).toContain('Reason: Repeated rule-breaking');
+      await shot(bob, 'banned-01-participant-view');
+      // Their own results stay readable, with the disqualification's reason.
+      await bob.goto(`/runs/${runs.bob}`);
+      await bob.getByTestId('run-disqualified').waitFor();
+      expect(await bob.getByTestId('run-disqualified').textContent()).toContain('Timed its own clock');
+      await shot(bob, 'disqualified-01-run-page');
+
+      // The public team page shows the disqualified result and why.
+      await spectator.goto(`/teams/${bobTeam.slug}`);
+      await spectator.getByTestId('team-disqualified').waitFor();
+      expect(await spectator.getByTestId('team-disqualified').textContent()).toContain(
+        'Timed its own clock instead of the harness',
+      );
+      await shot(spectator, 'disqualified-02-public-team-page');
+
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
+    'sets a round clock and schedules a close from the console; a spectator sees both live',
+    { timeout: 120_000 },
+    async () => {
+      const spectator = await browser('clock-spectator');
+      await spectator.goto('/leaderboard/toy-decode');
+      await expect.poll(() => spectator.getByTestId('live-indicator').textContent()).toContain('live');
+      expect(await spectator.getByTestId('round-clock').count()).toBe(0);
+
+      const org = await browser('clock-organizer');
+      await signIn(org, ORGANIZER);
+      await org.goto('/admin');
+      const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
+      await card.getByTestId('round-clock-admin').locator('summary').click();
+      const local = (ms: number) => {
+        const d = new Date(Date.now() + ms);
+        return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+      };
+      await card.getByLabel('Round name').fill('Round 1');
+      await card.getByLabel('starts').fill(local(-3600_000));
+      await card.getByLabel('ends').fill(local(2 * 86400_000));
+      await card.getByRole('button', { name: 'Save round' }).click();
+      await card.getByText('Round clock saved').waitFor();
+
+      // Live, without a reload: the round and a ticking countdown.
+      const clock = spectator.getByTestId('round-clock');
+      await clock.getByText('Round 1').waitFor({ timeout: 15_000 });
+      const first = await spectator.getByTestId('countdown').textContent();
+      await expect
+        .poll(() => spectator.getByTestId('countdown').textContent(), { timeout: 5_000 })
+        .not.toBe(first);
+      expect(first).toMatch(/^1d 23:\d\d:\d\d$/);
+
+      await card.getByLabel('Action').selectOption('close');
+      await card.getByLabel('at', { exact: true }).fill(local(3 * 3600_000));
+      await card.getByLabel('Reason').fill('Round 1 deadline');
+      await card.getByRole('button', { name: 'Schedule' }).click();
+      await card.getByText('1 scheduled').waitFor();
+      await shot(org, 'organizer-06-round-clock-admin');
+      await spectator.getByTestId('scheduled-action').waitFor({ timeout: 15_000 });
+      expect(await spectator.getByTestId('scheduled-action').textContent()).toContain(
+        'Submissions and evaluations close automatically',
+      );
+      expect(await clock.textContent()).toContain('Submissions open');
+      await shot(spectator, 'organizer-07-round-clock-leaderboard');
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
+    "notifies the open tab when a team run ends, and posts the signed run.finished to the owner's webhook",
+    { timeout: 120_000 },
+    async () => {
+      // A small real HTTP receiver for the webhook.
+      const received: { headers: Record<string, unknown>; body: string }[] = [];
+      const server = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+          res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const hookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dryft`;
+      try {
+        const { owner: nina } = await ownerWithTeam(hub, 'nina-e2e', 'Night Owls');
+        const page = await browser('notify', ['notifications']);
+        // Record what the page shows through the browser's Notification API.
+        await page.context().addInitScript(() => {
+          const w = window as unknown as {
+            __notes: { title: string; body?: string }[];
+            Notification: typeof Notification;
+          };
+          w.__notes = [];
+          const Real = w.Notification;
+          const Spy = function (this: unknown, title: string, options?: NotificationOptions) {
+            w.__notes.push({ title, body: options?.body });
+            return new Real(title, options);
+          } as unknown as typeof Notification;
+          Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+          Spy.requestPermission = Real.requestPermission.bind(Real);
+          w.Notification = Spy;
+        });
+        await signIn(page, 'nina-e2e');
+
+        await page.goto('/team');
+        const hooks = page.getByTestId('team-webhooks');
+        await hooks.locator('#hook-url').fill(hookUrl);
+        await hooks.getByRole('button', { name: 'Add webhook' }).click();
+        const secret = (await page.getByTestId('webhook-secret').locator('code').textContent())!.trim();
+        expect(secret).toMatch(/^whsec_/);
+        await hooks.getByTestId('webhook').getByText(hookUrl).waitFor();
+
+        await page.goto('/runs');
+        await page.getByTestId('notify-toggle').check();
+        await expect.poll(() => page.getByTestId('notify-toggle').isChecked()).toBe(true);
+        await shot(page, 'notify-01-runs-opt-in');
+
+        const up = await nina.upload(
+          '/api/submissions',
+          { benchmark: 'toy-decode' },
+          { name: 'owl.tar.gz', content: await toyStarter() },
+        );
+        const run = (await nina.post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'public' }))
+          .body.run;
+        await new TestAgent(hub).complete(run.id, 123.4);
+
+        await expect
+          .poll(() => page.evaluate(() => (window as unknown as { __notes: { title: string }[] }).__notes), {
+            timeout: 15_000,
+          })
+          .toEqual([
+            {
+              title: `Run ${run.id.slice(0, 8)} succeeded`,
+              body: 'owl #1 · public · toy-decode · 123.4 points',
+            },
+          ]);
+
+        await expect.poll(() => received.length, { timeout: 20_000 }).toBe(1);
+        const signature = `sha256=${createHmac('sha256', secret).update(received[0].body).digest('hex')}`;
+        expect(received[0].headers['x-hub-signature-256']).toBe(signature);
+        expect(JSON.parse(received[0].body)).toMatchObject({
+          event: 'run.finished',
+          run: { id: run.id, status: 'succeeded' },
+        });
+
+        await page.goto('/team');
+        await page.getByTestId('webhook').getByRole('button', { name: 'Deliveries' }).click();
+        await page.getByTestId('webhook-deliveries').getByText('succeeded').waitFor();
+        await shot(page, 'notify-02-team-webhook-deliveries');
+        expect(pageErrors).toEqual([]);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
+
+  async function orgCookie(): Promise<string> {
+    const res = await hub.http.post('/api/auth/dev').send({ login: ORGANIZER });
+    return ([] as string[])
+      .concat(res.headers['set-cookie'] ?? [])
+      .map((c) => c.split(';')[0])
+      .join('; ');
+  }
+});
