@@ -11,7 +11,15 @@ import type { AgentConfig } from './config';
 import { pickPython } from './config';
 import { Outbox } from './outbox';
 import { alive, signalTree } from './process-tree';
-import { BWRAP, bwrapArgs } from './sandbox';
+import { BWRAP, bwrapArgs, interpreterPaths } from './sandbox';
+
+/**
+ * The machine default for an engine's memory where the definition sets none (CPU runs: the jail's
+ * RLIMIT_DATA): half the host's memory shared among the slots.
+ */
+export function defaultMemoryBytes(slots: number): number {
+  return Math.floor(os.totalmem() / 2 / Math.max(1, slots));
+}
 
 /** The fd number the harness writes its events to, inside the process (see events-wrapper.py). */
 export const EVENTS_FD = 3;
@@ -310,27 +318,39 @@ export class RunExecutor {
     let args: string[];
     if (this.host.sandboxed) {
       file = BWRAP;
-      const needed = [python, config.harness.dir!, config.repoDir, ...Object.values(config.models)];
-      if (p.spec.kind === 'decode') needed.push(p.spec.model.path, p.spec.baselineEngine);
+      const limits = config.limits;
+      // The engine child's own sandbox (harness/harness/jail.py): a uid of its own per slot (never 0).
+      Object.assign(env, {
+        DRYFT_JAIL: '1',
+        DRYFT_JAIL_UID: String(config.sandboxUidBase + 4 * this.assign.slot),
+        DRYFT_JAIL_NPROC: String(limits.processes),
+        DRYFT_JAIL_NOFILE: String(limits.openFiles),
+        DRYFT_JAIL_MEMORY: String(limits.memoryBytes ?? defaultMemoryBytes(config.slots.length)),
+        DRYFT_JAIL_WORKSPACE_BYTES: String(limits.workspaceBytes),
+        USER: 'dryft',
+        LOGNAME: 'dryft',
+      });
+      const readOnly = [...interpreterPaths(python), config.harness.dir!, socketDir];
+      if (p.spec.kind === 'decode') readOnly.push(p.spec.model.path, p.spec.baselineEngine);
       args = bwrapArgs({
         workspace: p.workspace,
         privateDir: p.privateDir,
-        readOnly: [socketDir],
+        readOnly,
         gpus: this.gpus,
-        needed,
-        hide: [
-          '/home',
-          '/root',
+        forbidden: [
+          config.workDir,
+          path.join(config.repoDir, '.data'),
           '/tmp',
           '/var/tmp',
           '/run',
+          '/home',
+          '/root',
           '/var/lib/postgresql',
           '/var/lib/redis',
-          config.workDir,
-          path.join(config.repoDir, '.data'),
+          ...[config.configFile, config.tokenFile].filter((f): f is string => Boolean(f)),
           ...config.hidePaths,
         ],
-        blank: [config.configFile, config.tokenFile].filter((f): f is string => Boolean(f)),
+        tmpBytes: 256 * 1024 * 1024,
         env,
         command,
       });
