@@ -61,7 +61,11 @@ export const AgentConfigFile = z.object({
       /** CPU runs where the definition sets no memory limit (RLIMIT_DATA); default: half the RAM / slots. */
       memoryBytes: z.number().int().positive().nullable().default(null),
       /** Size of each of the child's tmpfs: its workspace (a copy of the submission) and its /tmp. */
-      workspaceBytes: z.number().int().min(1_048_576).default(1024 * 1024 * 1024),
+      workspaceBytes: z
+        .number()
+        .int()
+        .min(1_048_576)
+        .default(1024 * 1024 * 1024),
     })
     .prefault({}),
   cancelGraceMs: z.number().int().positive().default(5_000),

@@ -11,7 +11,7 @@ import type { AgentConfig } from './config';
 import { pickPython } from './config';
 import { Outbox } from './outbox';
 import { alive, signalTree } from './process-tree';
-import { BWRAP, bwrapArgs, interpreterPaths } from './sandbox';
+import { BWRAP, bwrapArgs, interpreterPaths, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from './sandbox';
 
 /**
  * The machine default for an engine's memory where the definition sets none (CPU runs: the jail's
@@ -274,12 +274,16 @@ export class RunExecutor {
     await fs.chmod(socketDir, 0o700);
     const socketPath = path.join(socketDir, 'e.sock');
     const eventsDone = this.listenForEvents(socketPath);
+    // Inside the sandbox the run's folders sit at fixed paths: nothing of the host's layout shows.
+    const inside = this.host.sandboxed
+      ? { workspace: SANDBOX_WORKSPACE, privateDir: SANDBOX_PRIVATE }
+      : { workspace: p.workspace, privateDir: p.privateDir };
     const vars: Record<string, string> = {
       python,
       benchmark: this.assign.benchmarkId,
-      submission: p.workspace,
+      submission: inside.workspace,
       mode: this.assign.mode,
-      spec: p.specPath,
+      spec: path.join(inside.privateDir, path.basename(p.specPath)),
       eventsFd: String(EVENTS_FD),
     };
     const harnessCmd = (
@@ -301,12 +305,12 @@ export class RunExecutor {
         '{eventsFd}',
       ]
     ).map((a) => a.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m));
-    const wrapperCopy = path.join(p.privateDir, 'events-wrapper.py');
-    await fs.copyFile(WRAPPER, wrapperCopy);
+    await fs.copyFile(WRAPPER, path.join(p.privateDir, 'events-wrapper.py'));
+    const wrapperCopy = path.join(inside.privateDir, 'events-wrapper.py');
     const command = [python, '-I', wrapperCopy, socketPath, String(EVENTS_FD), ...harnessCmd];
     const env: Record<string, string> = {
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      HOME: p.workspace,
+      HOME: inside.workspace,
       TMPDIR: '/tmp',
       LANG: 'C.UTF-8',
       PYTHONPATH: config.harness.dir!,

@@ -65,6 +65,10 @@ export function probeSandbox(): SandboxProbe {
   };
 }
 
+/** Where the run's workspace (read-only; each engine child gets a sized copy) and private folder appear inside. */
+export const SANDBOX_WORKSPACE = '/dryft/workspace';
+export const SANDBOX_PRIVATE = '/dryft/private';
+
 export interface SandboxPlan {
   /** The unpacked submission: read-only here; the harness copies it into each child's sized tmpfs. */
   workspace: string;
@@ -183,7 +187,12 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   const args: string[] = [];
   // bwrap makes the folders above a mount point 0700: the engine child's own uid could not walk
   // down to the workspace, the harness or the model. They are empty (only the mount points).
-  const mounted = [...readOnly, plan.workspace, plan.privateDir, ...ETC_FILES.filter((f) => existsSync(f))];
+  const mounted = [
+    ...readOnly,
+    SANDBOX_WORKSPACE,
+    SANDBOX_PRIVATE,
+    ...ETC_FILES.filter((f) => existsSync(f)),
+  ];
   const above = new Set<string>();
   for (const m of mounted)
     for (let d = path.dirname(m); d !== '/' && d !== '.'; d = path.dirname(d)) above.add(d);
@@ -205,10 +214,10 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   // An empty mount point for the engine child's own /run (the root itself stays read-only).
   args.push('--dir', '/run');
   for (const p of readOnly) if (!SYSTEM_DIRS.some((d) => within(p, d))) args.push('--ro-bind', p, p);
-  args.push('--ro-bind', plan.workspace, plan.workspace);
+  args.push('--ro-bind', plan.workspace, SANDBOX_WORKSPACE);
   // The private folder is writable only so the harness can delete the spec once read (--consume-spec):
   // the hidden workloads are gone before any submission code runs.
-  args.push('--bind', plan.privateDir, plan.privateDir);
+  args.push('--bind', plan.privateDir, SANDBOX_PRIVATE);
   for (const id of plan.gpus) {
     const node = `/dev/nvidia${id}`;
     if (existsSync(node)) args.push('--dev-bind', node, node);

@@ -101,8 +101,8 @@ describe('bwrapArgs', () => {
       '--cap-drop ALL',
       '--clearenv',
       `--ro-bind ${base}/s ${base}/s`,
-      `--ro-bind ${base}/w ${base}/w`,
-      `--bind ${base}/p ${base}/p`,
+      `--ro-bind ${base}/w /dryft/workspace`,
+      `--bind ${base}/p /dryft/private`,
       '--size 1048576 --tmpfs /tmp',
     ])
       expect(s).toContain(flag);
