@@ -8,6 +8,7 @@ import sys
 import traceback
 
 from .events import EventWriter
+from .jail import make_parent_undumpable
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         help="delete the spec file once read, before any submission code starts (the agent passes this)",
     )
     args = parser.parse_args(argv)
+    # No ptrace, /proc/<pid>/mem or process_vm_* on the parent, even by a process of its own uid.
+    make_parent_undumpable()
 
     events = EventWriter(args.events_fd)
     try:

@@ -3,7 +3,10 @@
 The child is started with `start_new_session=True` (its own process group, so a deadline kills it
 and everything it spawned), `close_fds=True` with only its end of a private socket pair passed
 (the events descriptor and every other descriptor of the parent stay closed in the child), and
-stdout/stderr inherited: what the engine prints is plain run-log output, never an event.
+stdout/stderr inherited: what the engine prints is plain run-log output, never an event. Under the
+agent (DRYFT_JAIL=1) it is started through jail.spawn: its own pid namespace, uid, seccomp filter,
+size-capped workspace and limits (see jail.py); a sandbox that cannot be built is a JailError (the
+evaluator's failure), everything the child does after that is the engine's.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import jail
 from .channel import Channel, ChannelClosed, Deadline, ProtocolError, encode_generate, encode_json
 from .memory import Measurer, Monitor
 from .paths import relative_to_submission
@@ -75,6 +79,7 @@ class EngineProcess:
     monitor: Optional[Monitor] = None
     killed_for: Optional[str] = None
     extra_env: dict = field(default_factory=dict)
+    limits: Optional[jail.JailLimits] = None
 
     def start(self) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -84,15 +89,17 @@ class EngineProcess:
         env["PYTHONUNBUFFERED"] = "1"
         self.measurer.begin()
         try:
-            self.proc = subprocess.Popen(
+            self.proc, self.limits = jail.spawn(
                 [sys.executable, "-u", CHILD_SCRIPT, "--fd", str(child_fd), "--submission", self.submission_dir],
                 cwd=self.submission_dir,
-                stdin=subprocess.DEVNULL,
-                pass_fds=(child_fd,),
-                close_fds=True,
-                start_new_session=True,
                 env=env,
+                pass_fds=(child_fd,),
+                role=self.role,
+                memory_limit=self.memory_limit,
             )
+        except jail.JailError:
+            parent_sock.close()
+            raise
         finally:
             child_sock.close()
         self.channel = Channel(parent_sock)
@@ -109,10 +116,16 @@ class EngineProcess:
             self.killed_for = reason
         pgid = self.proc.pid
         for sig, wait in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
+            members = jail.family(pgid) if sig == signal.SIGKILL else []
             try:
                 os.killpg(pgid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+            for pid in members:  # those that left the group (in the jail: the whole pid namespace)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 self.proc.wait(timeout=wait)
                 # the leader is gone; make sure no member of its group survives it
@@ -166,7 +179,10 @@ class EngineProcess:
                 "memory_limit",
                 f"The {self.role} engine used {self.monitor.peak} bytes of {self.measurer.name} memory during {during}, over the limit of {self.memory_limit} bytes; it was stopped.",
             )
-        return EngineFailure("candidate_error", f"The {self.role} engine process {self._exit_text()} during {during} without reporting an error.")
+        text = self._exit_text()
+        if self.limits is not None and self.limits.data and text == "was killed by signal SIGSEGV":
+            text += f" (it may have run out of its memory limit of {jail.human(self.limits.data)})"
+        return EngineFailure("candidate_error", f"The {self.role} engine process {text} during {during} without reporting an error.")
 
     def _error(self, payload: bytes, during: str) -> EngineFailure:
         try:
@@ -177,6 +193,9 @@ class EngineProcess:
         message, tb = relative_to_submission(message, self.submission_dir), relative_to_submission(tb, self.submission_dir)
         if kind == "contract":
             return EngineFailure("candidate_error", f"Engine contract violated during {during}: {message}", message)
+        hit = jail.explain(f"{message}\n{tb}", self.limits)
+        if hit is not None:
+            return EngineFailure(hit[0], f"The {self.role} engine failed during {during}: {hit[1]} ({message})", tb or message)
         return EngineFailure("candidate_error", f"The engine raised during {during}: {message}", tb or message)
 
     # -- commands --------------------------------------------------------------------------

@@ -6,6 +6,10 @@ The child's own reports are worthless (it can lie), so the parent polls:
         child's pids are not visible to NVML (another pid namespace), the device's used memory
         minus what was in use before the child started (an upper bound: nothing else of this
         run touches the GPU while the child runs, the parent's reference model is loaded after).
+        Under the agent this fallback is the rule: NVML reports pids of the host's (initial) pid
+        namespace, and the parent lives in the agent sandbox's namespace, the child in the jail's
+        below it, so no pid matches; the devices NVML sees are only the slot's (the agent binds
+        only its /dev/nvidiaN nodes), so the delta is this child's use.
 - rss:  resident memory of the child's process group from /proc (CPU benchmarks and tests).
 - none: not applicable (no GPU, or the spec does not ask): reported as such, never as a pass.
 """
@@ -18,27 +22,14 @@ import threading
 import time
 from typing import Callable, Optional
 
+from .jail import family
+
 
 def group_pids(pgid: int) -> list[int]:
-    """Processes of the child's process group (the engine may start helpers)."""
-    pids = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return [pgid]
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # Fields after the parenthesised command name: state ppid pgrp ...
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) > 2 and int(rest[2]) == pgid:
-            pids.append(int(name))
-    return pids or [pgid]
+    """Processes of the child: its process group and every descendant (the engine may start
+    helpers; in the jail the child is a descendant of the bubblewrap process the parent started,
+    in a pid namespace of its own, and can leave the group but never the tree)."""
+    return family(pgid)
 
 
 class Measurer:
@@ -65,8 +56,9 @@ class RssMeasurer(Measurer):
                     for line in fh:
                         if line.startswith("VmRSS:"):
                             total += int(line.split()[1]) * 1024
-                        elif line.startswith("VmHWM:") and pid == pgid:
-                            hwm = int(line.split()[1]) * 1024  # kernel-kept peak of the main process
+                        elif line.startswith("VmHWM:"):
+                            # kernel-kept peak of the largest process (the engine's main one)
+                            hwm = max(hwm, int(line.split()[1]) * 1024)
             except OSError:
                 continue
         return max(total, hwm)

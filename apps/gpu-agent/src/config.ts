@@ -44,8 +44,30 @@ export const AgentConfigFile = z.object({
   /** The Dryft checkout: starters/ (baseline engines), models/, harness/. */
   repoDir: z.string(),
   insecureNoSandbox: z.boolean().default(false),
-  /** Extra paths hidden from submissions (tmpfs over them) besides the defaults. */
+  /**
+   * Extra paths that must never be visible in the sandbox besides the defaults: a read-only mount
+   * (model, interpreter, harness) that is or holds one of them is refused.
+   */
   hidePaths: z.array(z.string()).default([]),
+  /** Engine children run as uid sandboxUidBase + 4 × slot (+0 baseline, +1 candidate/training). */
+  sandboxUidBase: z.number().int().min(1000).default(61000),
+  /** Per-run limits of each engine child (harness/harness/jail.py). */
+  limits: z
+    .object({
+      /** RLIMIT_NPROC of the child's own uid: processes and threads. */
+      processes: z.number().int().min(16).default(2048),
+      /** RLIMIT_NOFILE. */
+      openFiles: z.number().int().min(64).default(4096),
+      /** CPU runs where the definition sets no memory limit (RLIMIT_DATA); default: half the RAM / slots. */
+      memoryBytes: z.number().int().positive().nullable().default(null),
+      /** Size of each of the child's tmpfs: its workspace (a copy of the submission) and its /tmp. */
+      workspaceBytes: z
+        .number()
+        .int()
+        .min(1_048_576)
+        .default(1024 * 1024 * 1024),
+    })
+    .prefault({}),
   cancelGraceMs: z.number().int().positive().default(5_000),
   shutdownGraceMs: z.number().int().nonnegative().default(60_000),
   batchIntervalMs: z.number().int().positive().default(50),

@@ -11,7 +11,15 @@ import { pickPython } from './config';
 import { tempPrefix, tempRoot } from './leftovers';
 import { Outbox } from './outbox';
 import { alive, signalTree } from './process-tree';
-import { BWRAP, bwrapArgs } from './sandbox';
+import { BWRAP, bwrapArgs, interpreterPaths, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from './sandbox';
+
+/**
+ * The machine default for an engine's memory where the definition sets none (CPU runs: the jail's
+ * RLIMIT_DATA): half the host's memory shared among the slots.
+ */
+export function defaultMemoryBytes(slots: number): number {
+  return Math.floor(os.totalmem() / 2 / Math.max(1, slots));
+}
 
 /** The fd number the harness writes its events to, inside the process (see events-wrapper.py). */
 export const EVENTS_FD = 3;
@@ -270,12 +278,16 @@ export class RunExecutor {
     await fs.chmod(socketDir, 0o700);
     const socketPath = path.join(socketDir, 'e.sock');
     const eventsDone = this.listenForEvents(socketPath);
+    // Inside the sandbox the run's folders sit at fixed paths: nothing of the host's layout shows.
+    const inside = this.host.sandboxed
+      ? { workspace: SANDBOX_WORKSPACE, privateDir: SANDBOX_PRIVATE }
+      : { workspace: p.workspace, privateDir: p.privateDir };
     const vars: Record<string, string> = {
       python,
       benchmark: this.assign.benchmarkId,
-      submission: p.workspace,
+      submission: inside.workspace,
       mode: this.assign.mode,
-      spec: p.specPath,
+      spec: path.join(inside.privateDir, path.basename(p.specPath)),
       eventsFd: String(EVENTS_FD),
     };
     const harnessCmd = (
@@ -297,12 +309,12 @@ export class RunExecutor {
         '{eventsFd}',
       ]
     ).map((a) => a.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m));
-    const wrapperCopy = path.join(p.privateDir, 'events-wrapper.py');
-    await fs.copyFile(WRAPPER, wrapperCopy);
+    await fs.copyFile(WRAPPER, path.join(p.privateDir, 'events-wrapper.py'));
+    const wrapperCopy = path.join(inside.privateDir, 'events-wrapper.py');
     const command = [python, '-I', wrapperCopy, socketPath, String(EVENTS_FD), ...harnessCmd];
     const env: Record<string, string> = {
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      HOME: p.workspace,
+      HOME: inside.workspace,
       TMPDIR: '/tmp',
       LANG: 'C.UTF-8',
       PYTHONPATH: config.harness.dir!,
@@ -314,27 +326,39 @@ export class RunExecutor {
     let args: string[];
     if (this.host.sandboxed) {
       file = BWRAP;
-      const needed = [python, config.harness.dir!, config.repoDir, ...Object.values(config.models)];
-      if (p.spec.kind === 'decode') needed.push(p.spec.model.path, p.spec.baselineEngine);
+      const limits = config.limits;
+      // The engine child's own sandbox (harness/harness/jail.py): a uid of its own per slot (never 0).
+      Object.assign(env, {
+        DRYFT_JAIL: '1',
+        DRYFT_JAIL_UID: String(config.sandboxUidBase + 4 * this.assign.slot),
+        DRYFT_JAIL_NPROC: String(limits.processes),
+        DRYFT_JAIL_NOFILE: String(limits.openFiles),
+        DRYFT_JAIL_MEMORY: String(limits.memoryBytes ?? defaultMemoryBytes(config.slots.length)),
+        DRYFT_JAIL_WORKSPACE_BYTES: String(limits.workspaceBytes),
+        USER: 'dryft',
+        LOGNAME: 'dryft',
+      });
+      const readOnly = [...interpreterPaths(python), config.harness.dir!, socketDir];
+      if (p.spec.kind === 'decode') readOnly.push(p.spec.model.path, p.spec.baselineEngine);
       args = bwrapArgs({
         workspace: p.workspace,
         privateDir: p.privateDir,
-        readOnly: [socketDir],
+        readOnly,
         gpus: this.gpus,
-        needed,
-        hide: [
-          '/home',
-          '/root',
+        forbidden: [
+          config.workDir,
+          path.join(config.repoDir, '.data'),
           '/tmp',
           '/var/tmp',
           '/run',
+          '/home',
+          '/root',
           '/var/lib/postgresql',
           '/var/lib/redis',
-          config.workDir,
-          path.join(config.repoDir, '.data'),
+          ...[config.configFile, config.tokenFile].filter((f): f is string => Boolean(f)),
           ...config.hidePaths,
         ],
-        blank: [config.configFile, config.tokenFile].filter((f): f is string => Boolean(f)),
+        tmpBytes: 256 * 1024 * 1024,
         env,
         command,
       });

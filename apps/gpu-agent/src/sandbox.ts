@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 export const BWRAP = process.env.DRYFT_BWRAP ?? '/usr/bin/bwrap';
@@ -13,6 +13,8 @@ export interface SandboxProbe {
 export function probeSandbox(): SandboxProbe {
   if (!existsSync(BWRAP))
     return { ok: false, reason: `${BWRAP} is not installed (apt-get install bubblewrap)` };
+  // The harness's sandbox, and inside it the nested one each engine child gets (harness/harness/jail.py).
+  const unprivileged = process.getuid?.() !== 0 ? ['--unshare-user', '--uid', '0', '--gid', '0'] : [];
   const r = spawnSync(
     BWRAP,
     [
@@ -23,11 +25,26 @@ export function probeSandbox(): SandboxProbe {
       '/dev',
       '--proc',
       '/proc',
+      ...unprivileged,
       '--unshare-net',
       '--unshare-pid',
       '--unshare-ipc',
       '--new-session',
       '--die-with-parent',
+      '--cap-drop',
+      'ALL',
+      ...JAIL_CAPS.flatMap((c) => ['--cap-add', c]),
+      BWRAP,
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--unshare-pid',
+      '--unshare-net',
+      '--as-pid-1',
       '--cap-drop',
       'ALL',
       'true',
@@ -37,33 +54,42 @@ export function probeSandbox(): SandboxProbe {
       timeout: 10_000,
     },
   );
-  if (r.status === 0) return { ok: true, reason: 'bubblewrap can create network and pid namespaces' };
+  if (r.status === 0)
+    return {
+      ok: true,
+      reason: 'bubblewrap can create network and pid namespaces, and nested ones for the engine',
+    };
   return {
     ok: false,
-    reason: `bubblewrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`,
+    reason: `bubblewrap cannot create namespaces here (the harness's, and the engine's inside it): ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`,
   };
 }
 
+/** Where the run's workspace (read-only; each engine child gets a sized copy) and private folder appear inside. */
+export const SANDBOX_WORKSPACE = '/dryft/workspace';
+export const SANDBOX_PRIVATE = '/dryft/private';
+
 export interface SandboxPlan {
-  /** The run's writable workspace (the unpacked submission); the only writable host path. */
+  /** The unpacked submission: read-only here; the harness copies it into each child's sized tmpfs. */
   workspace: string;
-  /** The spec (deleted by the harness once read) and the wrapper: outside the workspace. */
+  /** The spec (deleted by the harness once read) and the wrapper: outside the workspace, writable. */
   privateDir: string;
-  /** More read-only folders (the events socket's). */
+  /** What the run reads: the interpreter's folders, the harness, the model, the baseline engine, the events socket's folder. */
   readOnly: string[];
   /** GPU ids of the slot: only their /dev/nvidiaN nodes are visible. */
   gpus: string[];
-  /** Paths the run needs to read (interpreter, harness, repo, models): never hidden. */
-  needed: string[];
-  /** Paths to hide behind an empty tmpfs (other runs, tokens, the hub's data, homes). */
-  hide: string[];
-  /** Files to blank (the agent's config and token files). */
-  blank: string[];
+  /** Paths that must never be visible (the work dir of other runs, the hub's data, the agent's files): a read-only path that is or holds one of them is refused. */
+  forbidden: string[];
+  /** Size of the harness's own /tmp (the child gets its own, see harness/harness/jail.py). */
+  tmpBytes: number;
   env: Record<string, string>;
   command: string[];
 }
 
-const within = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+export class SandboxPlanError extends Error {}
+
+export const within = (p: string, dir: string) =>
+  p === dir || dir === '/' || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 
 function real(p: string): string {
   try {
@@ -73,29 +99,125 @@ function real(p: string): string {
   }
 }
 
+/** System folders every interpreter needs (merged-/usr symlinks are recreated as symlinks). */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+/** /etc files the loader, Python, torch and CUDA read; nothing else of /etc (no shadow, no keys). */
+const ETC_FILES = [
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/localtime',
+  '/etc/timezone',
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/nsswitch.conf',
+  '/etc/host.conf',
+  '/etc/hosts',
+  '/etc/os-release',
+  '/etc/mime.types',
+  '/etc/alternatives',
+  '/etc/python3',
+  '/etc/python3.11',
+  '/etc/ssl/certs',
+  '/etc/nvidia',
+  '/etc/OpenCL',
+  '/etc/vulkan',
+];
+
+const interpreterCache = new Map<string, string[]>();
+
 /**
- * The bubblewrap command line: the host filesystem read-only, fresh /dev, /proc, /tmp; no network;
- * own pid, ipc and uts namespaces (everything in it dies with it); a new session (no ioctl on the
- * agent's terminal); no capabilities; only the slot's GPU device nodes; a clean environment.
+ * The folders an interpreter needs, asked of the interpreter itself (prefixes, sys.path, the real
+ * executable's folder) and cached: only those that exist, outside /usr (mounted whole anyway).
+ */
+export function interpreterPaths(python: string): string[] {
+  const cached = interpreterCache.get(python);
+  if (cached) return cached;
+  const probe = spawnSync(
+    python,
+    [
+      '-I',
+      '-c',
+      'import json, os, site, sys; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable)), *sys.path, *site.getsitepackages()]))',
+    ],
+    { encoding: 'utf8', timeout: 30_000, env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' } },
+  );
+  if (probe.status !== 0)
+    throw new SandboxPlanError(
+      `cannot ask ${python} for its folders: ${(probe.stderr || probe.error?.message || '').trim()}`,
+    );
+  const listed = (JSON.parse(probe.stdout) as string[]).filter((p) => p && path.isAbsolute(p));
+  const out = [real(python), ...listed]
+    .map((p) => {
+      // zip archives on sys.path (python311.zip) mount as their folder when they exist
+      const r = real(p);
+      return existsSync(r) ? r : null;
+    })
+    .filter((p): p is string => p !== null && !SYSTEM_DIRS.some((d) => within(p, d)));
+  interpreterCache.set(python, out);
+  return out;
+}
+
+/** Drops paths inside other listed paths (bwrap would mount them twice). */
+function outermost(paths: string[]): string[] {
+  const sorted = [...new Set(paths)].sort((a, b) => a.length - b.length);
+  const kept: string[] = [];
+  for (const p of sorted) if (!kept.some((k) => within(p, k))) kept.push(p);
+  return kept;
+}
+
+/**
+ * The bubblewrap command line, an allowlist: an empty root with only the system folders, a few /etc
+ * files, the interpreter's folders, the harness, the model and the baseline (all read-only), the
+ * run's workspace (read-only: each engine child gets a size-capped copy) and private folder; fresh
+ * /dev (only the slot's GPU nodes), /proc and a sized /tmp; no network; own pid, ipc and uts
+ * namespaces; a new session; a clean environment. The harness keeps only the capabilities it needs
+ * to build each engine child's own sandbox (harness/harness/jail.py); it runs no submission code.
  */
 export function bwrapArgs(plan: SandboxPlan): string[] {
-  const needed = plan.needed.map(real);
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  const hidden: string[] = [];
-  for (const h of plan.hide) {
-    const dir = real(h);
-    if (!existsSync(dir) || dir === '/') continue;
-    // A hidden folder that holds something the run needs (the interpreter under /root, say) stays visible.
-    if (needed.some((n) => within(n, dir))) continue;
-    if (hidden.some((x) => within(dir, x))) continue;
-    hidden.push(dir);
-    args.push('--tmpfs', dir);
+  const forbidden = plan.forbidden.map(real);
+  const readOnly = outermost(plan.readOnly.map(real).filter((p) => existsSync(p)));
+  for (const p of readOnly) {
+    const hit = forbidden.find((f) => within(f, p));
+    if (p === '/' || hit)
+      throw new SandboxPlanError(
+        `refusing to mount ${p} into the sandbox: it ${p === '/' ? 'is the whole filesystem' : `holds ${hit}`}; point the setting at a narrower folder`,
+      );
   }
-  for (const f of plan.blank) if (existsSync(f)) args.push('--ro-bind', '/dev/null', real(f));
+  const args: string[] = [];
+  // bwrap makes the folders above a mount point 0700: the engine child's own uid could not walk
+  // down to the workspace, the harness or the model. They are empty (only the mount points).
+  const mounted = [
+    ...readOnly,
+    SANDBOX_WORKSPACE,
+    SANDBOX_PRIVATE,
+    ...ETC_FILES.filter((f) => existsSync(f)),
+  ];
+  const above = new Set<string>();
+  for (const m of mounted)
+    for (let d = path.dirname(m); d !== '/' && d !== '.'; d = path.dirname(d)) above.add(d);
+  for (const d of [...above].sort((a, b) => a.length - b.length))
+    if (!SYSTEM_DIRS.some((s) => within(d, s))) args.push('--perms', '0755', '--dir', d);
+  for (const dir of SYSTEM_DIRS) {
+    let st;
+    try {
+      st = lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+    else args.push('--ro-bind', dir, dir);
+  }
+  for (const f of ETC_FILES) if (existsSync(f)) args.push('--ro-bind', f, f);
+  args.push('--ro-bind-try', '/sys', '/sys', '--dev', '/dev', '--proc', '/proc');
+  args.push('--perms', '1777', '--size', String(plan.tmpBytes), '--tmpfs', '/tmp');
+  // An empty mount point for the engine child's own /run (the root itself stays read-only).
+  args.push('--dir', '/run');
+  for (const p of readOnly) if (!SYSTEM_DIRS.some((d) => within(p, d))) args.push('--ro-bind', p, p);
+  args.push('--ro-bind', plan.workspace, SANDBOX_WORKSPACE);
   // The private folder is writable only so the harness can delete the spec once read (--consume-spec):
   // the hidden workloads are gone before any submission code runs.
-  args.push('--bind', plan.workspace, plan.workspace, '--bind', plan.privateDir, plan.privateDir);
-  for (const dir of plan.readOnly) args.push('--ro-bind', dir, dir);
+  args.push('--bind', plan.privateDir, SANDBOX_PRIVATE);
   for (const id of plan.gpus) {
     const node = `/dev/nvidia${id}`;
     if (existsSync(node)) args.push('--dev-bind', node, node);
@@ -110,17 +232,25 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
       if (existsSync(node)) args.push('--dev-bind', node, node);
     }
   }
+  // An unprivileged agent gets the same capabilities inside a user namespace of its own.
+  if (process.getuid?.() !== 0) args.push('--unshare-user', '--uid', '0', '--gid', '0');
   args.push('--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'dryft-run');
-  args.push(
-    '--new-session',
-    '--die-with-parent',
-    '--cap-drop',
-    'ALL',
-    '--chdir',
-    plan.workspace,
-    '--clearenv',
-  );
+  args.push('--new-session', '--die-with-parent', '--cap-drop', 'ALL');
+  for (const cap of JAIL_CAPS) args.push('--cap-add', cap);
+  args.push('--chdir', '/', '--clearenv');
   for (const [k, v] of Object.entries(plan.env)) args.push('--setenv', k, v);
   args.push('--', ...plan.command);
   return args;
 }
+
+/** What the harness needs to start each engine child in a nested bubblewrap as another uid. */
+export const JAIL_CAPS = [
+  'CAP_SYS_ADMIN',
+  'CAP_SYS_CHROOT',
+  'CAP_SETPCAP',
+  'CAP_NET_ADMIN',
+  'CAP_SETUID',
+  'CAP_SETGID',
+  'CAP_CHOWN',
+  'CAP_KILL',
+];

@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type { RunBatch } from '@dryft/libs';
 import { Outbox } from '../src/outbox';
-import { bwrapArgs } from '../src/sandbox';
+import { bwrapArgs, JAIL_CAPS, SandboxPlanError } from '../src/sandbox';
 
 /** A server stand-in with the real dedup rule: store seq last+1, ack resends, refuse gaps. */
 function server() {
@@ -128,18 +131,22 @@ describe('Outbox', () => {
 });
 
 describe('bwrapArgs', () => {
-  it('isolates the network and pids, mounts only the workspace writable and only the slot GPU', () => {
-    const args = bwrapArgs({
-      workspace: '/tmp/w',
-      privateDir: '/tmp/p',
-      readOnly: ['/tmp/s'],
-      gpus: ['3'],
-      needed: ['/usr/bin/python3'],
-      hide: ['/home', '/tmp'],
-      blank: [],
-      env: { PATH: '/usr/bin' },
-      command: ['python3', '-m', 'harness'],
-    });
+  const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'bwrap-plan-')));
+  for (const d of ['s', 'w', 'p', 'agent/work']) mkdirSync(path.join(base, d), { recursive: true });
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+  const plan = {
+    workspace: `${base}/w`,
+    privateDir: `${base}/p`,
+    readOnly: [`${base}/s`, '/usr/lib/python3'],
+    gpus: ['3'],
+    forbidden: ['/home', '/tmp', `${base}/agent/work`],
+    tmpBytes: 1 << 20,
+    env: { PATH: '/usr/bin' },
+    command: ['python3', '-m', 'harness'],
+  };
+
+  it('mounts an allowlist: never the host root, the workspace read-only, only the slot GPU', () => {
+    const args = bwrapArgs(plan);
     const s = args.join(' ');
     for (const flag of [
       '--unshare-net',
@@ -148,14 +155,27 @@ describe('bwrapArgs', () => {
       '--die-with-parent',
       '--cap-drop ALL',
       '--clearenv',
-      '--ro-bind / /',
+      `--ro-bind ${base}/s ${base}/s`,
+      `--ro-bind ${base}/w /dryft/workspace`,
+      `--bind ${base}/p /dryft/private`,
+      '--size 1048576 --tmpfs /tmp',
     ])
       expect(s).toContain(flag);
-    expect(s).toContain('--bind /tmp/w /tmp/w');
-    expect(s).toContain('--bind /tmp/p /tmp/p');
+    expect(s).not.toContain('--ro-bind / /');
+    expect(s).not.toContain('/etc/shadow');
+    // /usr is mounted whole (read-only): a folder inside it is not mounted a second time.
+    expect(s).not.toContain('/usr/lib/python3');
     expect(
       args.filter((a) => a.startsWith('/dev/nvidia') && /\d$/.test(a)).every((a) => a === '/dev/nvidia3'),
     ).toBe(true);
+    // The harness keeps only what it needs to jail each engine child; the child gets none of it.
+    expect(args.filter((a, i) => args[i - 1] === '--cap-add').sort()).toEqual([...JAIL_CAPS].sort());
     expect(args.slice(-4)).toEqual(['--', 'python3', '-m', 'harness']);
+  });
+
+  it('refuses a read-only path that is the root or holds a forbidden one (the checkout under /tmp, say)', () => {
+    expect(() => bwrapArgs({ ...plan, readOnly: ['/'] })).toThrow(SandboxPlanError);
+    expect(() => bwrapArgs({ ...plan, readOnly: [`${base}/agent`] })).toThrow(/holds .*agent\/work/);
+    expect(() => bwrapArgs({ ...plan, readOnly: ['/tmp'] })).toThrow(/holds \/tmp/);
   });
 });

@@ -24,6 +24,7 @@ import time
 from typing import Optional
 
 from ..paths import relative_to_submission
+from .. import jail
 from . import protocol
 from .spec import SpecError, child_view, parse_training_spec
 
@@ -110,6 +111,7 @@ class _Runner:
         self.submission_dir = os.path.abspath(submission_dir)
         self.submission_path = os.path.join(self.submission_dir, "submission.py")
         self.proc: Optional[subprocess.Popen] = None
+        self.limits: Optional[jail.JailLimits] = None
         self.trained: dict = {}
         self.training_wall: Optional[float] = None
         self.metric_every = min(1.0, max(0.05, spec.training_budget / 20))
@@ -130,15 +132,15 @@ class _Runner:
         env.pop("PYTHONSTARTUP", None)
         # -I would drop PYTHONPATH; -s keeps user site-packages out, -P-like safety comes from cwd below.
         cmd = [sys.executable, "-s", "-m", "harness.training.child", str(p2c_r), str(c2p_w)]
-        self.proc = subprocess.Popen(
-            cmd,
-            pass_fds=(p2c_r, c2p_w),
-            cwd=self.submission_dir,
-            env=env,
-            start_new_session=True,  # its own process group: compile workers die with it
-        )
-        os.close(p2c_r)
-        os.close(c2p_w)
+        # Its own process group (compile workers die with it); under the agent, its own jail too.
+        try:
+            self.proc, self.limits = jail.spawn(
+                cmd, cwd=self.submission_dir, env=env, pass_fds=(p2c_r, c2p_w), role="training",
+                memory_limit=None, stdin=None,
+            )
+        finally:
+            os.close(p2c_r)
+            os.close(c2p_w)
         self.to_child = p2c_w
         task = self.spec.task
         self.reader = protocol.Reader(c2p_r, max_payload=self.spec.eval_examples * task.sequence_length * 4 + 4096)
@@ -147,10 +149,16 @@ class _Runner:
         if self.proc is None:
             return
         if self.proc.poll() is None:
+            members = jail.family(self.proc.pid)
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -242,6 +250,9 @@ class _Runner:
         # The traceback names submission.py and the evaluator, never the agent's folders.
         message = relative_to_submission(message, self.submission_dir)
         detail = relative_to_submission(detail, self.submission_dir) if detail else None
+        hit = jail.explain(f"{message}\n{detail or ''}", self.limits) if code == "candidate_error" else None
+        if hit is not None:
+            return RunFailed(hit[0], f"{hit[1]}: {message}"[:4000], detail or None)
         return RunFailed(code, message[:4000], detail or None)
 
     # -- the run ---------------------------------------------------------------------------

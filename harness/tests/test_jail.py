@@ -1,0 +1,297 @@
+"""The attack corpus against the trusted parent and the machine, at the harness level: the harness
+runs as the agent runs it (DRYFT_JAIL=1), so each engine child starts in its own jail (jail.py).
+Each engine tries one attack; where the attack works it says so in an exception (a verdict that
+names it), where it is contained the run goes on and gets an honest verdict. The agent-level
+attacks (the allowlisted filesystem, /proc/1, the checkout) are in test/e2e/sandbox.spec.ts.
+
+Needs root and bubblewrap: skipped loudly without them, failed under CI=true (which has both)."""
+import os
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import run_harness, toy_spec
+from harness import jail
+
+
+def _bwrap_problem():
+    if os.geteuid() != 0:
+        return "the jail's own-uid sandbox needs the harness to run as root (the agent's case here)"
+    if not shutil.which("bwrap") and not os.path.exists("/usr/bin/bwrap"):
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    r = subprocess.run(["/usr/bin/bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--proc", "/proc",
+                        "--dev", "/dev", "--as-pid-1", "true"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"bubblewrap cannot create namespaces here: {r.stderr.strip()}"
+    return None
+
+
+PROBLEM = _bwrap_problem()
+if PROBLEM and os.environ.get("CI") == "true":
+    raise RuntimeError(f"CI must run the jail's attack corpus: {PROBLEM}")
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"SKIPPED LOUDLY: {PROBLEM}")
+
+
+@pytest.fixture
+def jailed(monkeypatch):
+    monkeypatch.setenv("DRYFT_JAIL", "1")
+    monkeypatch.setenv("DRYFT_JAIL_UID", "61100")
+    return monkeypatch
+
+
+def engine_with(make_engine, attack: str):
+    """An engine whose __init__ runs `attack` (a function body that raises on success) first."""
+    body = "\n".join("        " + line for line in attack.strip("\n").splitlines())
+    return make_engine(f"""
+import ctypes, os, signal, socket, time
+from base import Engine as Base
+
+def attack():
+{body}
+
+class Engine(Base):
+    def __init__(self, path):
+        attack()
+        super().__init__(path)
+""")
+
+
+def assert_contained(run):
+    assert run.result["status"] == "succeeded", run.result
+    assert "ATTACK WORKED" not in run.stdout + run.stderr
+
+
+def test_the_child_runs_as_its_own_uid_in_its_own_pid_namespace(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        status = open("/proc/self/status").read()
+        caps = [l.split()[1] for l in status.splitlines() if l.startswith(("CapEff", "CapPrm", "CapBnd"))]
+        filtered = "Seccomp:\t2" in status
+        raise RuntimeError(f"uid={os.getuid()} pid={os.getpid()} ppid={os.getppid()} caps={caps} "
+                           f"pids={sorted(int(p) for p in os.listdir('/proc') if p.isdigit())} "
+                           f"cmdline1={open('/proc/1/cmdline').read()!r} seccomp={filtered}")
+    """)
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "candidate_error"
+    msg = res["message"]
+    assert "uid=61101 pid=1 ppid=0" in msg, msg
+    assert "caps=['0000000000000000', '0000000000000000'" in msg and "pids=[1]" in msg and "seccomp=True" in msg, msg
+    assert "bwrap" not in msg and "spec" not in msg.split("cmdline1=")[1], msg
+
+
+def test_reading_the_parents_memory_is_refused(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        for pid in {os.getppid()} - {0, 1}:
+            try:
+                with open(f"/proc/{pid}/maps") as fh:
+                    first = fh.readline()
+                start = int(first.split("-")[0], 16)
+                with open(f"/proc/{pid}/mem", "rb") as mem:
+                    mem.seek(start)
+                    data = mem.read(4096)
+                raise RuntimeError(f"ATTACK WORKED: read {len(data)} bytes of process {pid}'s memory")
+            except OSError:
+                pass
+    """)
+    assert_contained(run_harness(toy_spec("public"), d, tmp_path))
+
+
+def test_reading_the_parents_memory_with_process_vm_readv_is_refused(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        libc = ctypes.CDLL(None, use_errno=True)
+        class iovec(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+        buf = ctypes.create_string_buffer(64)
+        for pid in {os.getppid()} - {0, 1}:
+            try:
+                start = int(open(f"/proc/{pid}/maps").readline().split("-")[0], 16)
+            except OSError:
+                start = 0x400000
+            local, remote = iovec(ctypes.addressof(buf), 64), iovec(start, 64)
+            n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+            if n > 0:
+                raise RuntimeError(f"ATTACK WORKED: process_vm_readv read {n} bytes of process {pid}")
+        # and on itself: the syscall is refused outright by the seccomp filter
+        local, remote = iovec(ctypes.addressof(buf), 8), iovec(ctypes.addressof(buf), 8)
+        if libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) == 8:
+            raise RuntimeError("ATTACK WORKED: process_vm_readv is allowed")
+    """)
+    assert_contained(run_harness(toy_spec("public"), d, tmp_path))
+
+
+def test_ptrace_attach_to_the_parent_is_refused(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        for pid in {os.getppid()} - {0}:
+            if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+                os.waitpid(pid, 0x40000000)  # __WALL: wait for the stop, then let it go
+                libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+                raise RuntimeError(f"ATTACK WORKED: attached to the parent {pid} with ptrace")
+        child = os.fork()
+        if child == 0:
+            time.sleep(30)
+            os._exit(0)
+        try:
+            if libc.ptrace(16, child, None, None) == 0:  # even its own child: ptrace is refused
+                raise RuntimeError("ATTACK WORKED: ptrace is allowed")
+        finally:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+    """)
+    assert_contained(run_harness(toy_spec("public"), d, tmp_path))
+
+
+def test_signalling_the_parent_does_not_reach_it(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        # Only the parent (never a sweep over /proc: where the jail failed, that would hit the machine).
+        if os.getppid() > 1:
+            os.kill(os.getppid(), signal.SIGKILL)
+    """)
+    run = run_harness(toy_spec("public"), d, tmp_path)
+    assert_contained(run)
+
+
+def test_namespaces_mounts_and_keyrings_are_refused(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        libc = ctypes.CDLL(None, use_errno=True)
+        worked = []
+        if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER: would give it capabilities in a new namespace
+            worked.append("unshare(CLONE_NEWUSER)")
+        if libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0:
+            worked.append("mount")
+        if libc.syscall(250, 0, 0, 0, 0, 0) >= 0 and ctypes.get_errno() != 1:  # keyctl(GET_KEYRING_ID)
+            worked.append("keyctl")
+        if libc.syscall(321, 0, 0, 0) >= 0:  # bpf
+            worked.append("bpf")
+        if worked:
+            raise RuntimeError("ATTACK WORKED: " + ", ".join(worked))
+    """)
+    assert_contained(run_harness(toy_spec("public"), d, tmp_path))
+
+
+def test_postgres_by_socket_or_tcp_is_unreachable(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        import glob
+        reached = []
+        for path in glob.glob("/tmp/.s.PGSQL.*") + glob.glob("/var/run/postgresql/.s.PGSQL.*") + glob.glob("/run/postgresql/.s.PGSQL.*"):
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(path)
+                reached.append(path)
+            except OSError:
+                pass
+            finally:
+                s.close()
+        for port in (5432, 6379):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                reached.append(f"127.0.0.1:{port}")
+            except OSError:
+                pass
+        if reached:
+            raise RuntimeError(f"ATTACK WORKED: reached {reached}")
+    """)
+    assert_contained(run_harness(toy_spec("public"), d, tmp_path))
+
+
+def test_the_hosts_tmp_and_root_only_files_are_invisible(tmp_path, make_engine, jailed):
+    secret = f"/tmp/dryft-secret-{uuid.uuid4().hex}"
+    with open(secret, "w") as fh:
+        fh.write("hub session token")
+    try:
+        d = engine_with(make_engine, f"""
+            seen = [n for n in os.listdir("/tmp") if n.startswith("dryft-secret") or n.startswith(".s.PGSQL")]
+            if seen:
+                raise RuntimeError(f"ATTACK WORKED: the host's /tmp holds {{seen}}")
+            for path in ("/etc/shadow", "/root/.bash_history", "/proc/1/environ"):
+                try:
+                    open(path, "rb").read(1)
+                    if path != "/proc/1/environ":
+                        raise RuntimeError(f"ATTACK WORKED: read {{path}}")
+                except OSError:
+                    pass
+        """)
+        assert_contained(run_harness(toy_spec("public"), d, tmp_path))
+    finally:
+        os.unlink(secret)
+
+
+def test_a_fork_bomb_hits_the_process_limit(tmp_path, make_engine, jailed):
+    jailed.setenv("DRYFT_JAIL_NPROC", "200")
+    d = engine_with(make_engine, """
+        kids = 0
+        while kids < 1500:  # the issue's attack went to 3000; a limit stops it long before
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(60)
+                os._exit(0)
+            kids += 1
+        raise RuntimeError(f"ATTACK WORKED: forked {kids} processes")
+    """)
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "candidate_error", res
+    assert "process limit was reached (limit 200" in res["message"], res
+
+
+def test_memory_exhaustion_hits_the_definitions_limit(tmp_path, make_engine, jailed):
+    d = engine_with(make_engine, """
+        hoard = [bytearray(256 << 20) for _ in range(8)]  # 2 GiB
+        raise RuntimeError(f"ATTACK WORKED: holds {sum(map(len, hoard)) >> 20} MiB")
+    """)
+    spec = toy_spec("public", limits={"memoryBytes": 256 << 20, "memoryMeasure": "rss"})
+    res = run_harness(spec, d, tmp_path).result
+    assert res["failureCode"] == "memory_limit", res
+    assert "memory limit (256 MiB)" in res["message"], res
+
+
+def test_memory_exhaustion_hits_the_machine_default_without_a_definition_limit(tmp_path, make_engine, jailed):
+    jailed.setenv("DRYFT_JAIL_MEMORY", str(512 << 20))
+    d = engine_with(make_engine, """
+        hoard = [bytearray(256 << 20) for _ in range(8)]
+        raise RuntimeError(f"ATTACK WORKED: holds {sum(map(len, hoard)) >> 20} MiB")
+    """)
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "memory_limit", res
+    assert "memory limit (512 MiB)" in res["message"], res
+
+
+@pytest.mark.parametrize("where", ["workspace", "tmp"])
+def test_disk_exhaustion_hits_the_workspace_limit(tmp_path, make_engine, jailed, where):
+    jailed.setenv("DRYFT_JAIL_WORKSPACE_BYTES", str(64 << 20))
+    target = "os.path.join(os.getcwd(), 'fill')" if where == "workspace" else "'/tmp/fill'"
+    d = engine_with(make_engine, f"""
+        chunk = b"x" * (8 << 20)
+        path = {target}
+        written = 0
+        try:
+            with open(path, "wb") as fh:
+                while written < (256 << 20):  # four times the limit; a fixed cap keeps a failed test off the disk
+                    fh.write(chunk)
+                    fh.flush()
+                    written += len(chunk)
+            raise RuntimeError(f"ATTACK WORKED: wrote {{written >> 20}} MiB to {{path}}")
+        finally:
+            if written >= (256 << 20):
+                os.unlink(path)
+    """)
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "candidate_error", res
+    assert "workspace is full (limit 64 MiB" in res["message"], res
+    assert not (d / "fill").exists()  # the host folder was never written
+
+
+def test_a_sandbox_that_cannot_be_built_is_the_evaluators_failure(tmp_path, make_engine, jailed):
+    jailed.setenv("DRYFT_JAIL_BWRAP", "/nonexistent/bwrap")
+    d = engine_with(make_engine, "pass")
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "harness_error", res
+
+
+def test_the_seccomp_program_is_well_formed():
+    for machine in ("x86_64", "aarch64"):
+        prog = jail.seccomp_program(machine)
+        assert len(prog) % 8 == 0 and 20 < len(prog) // 8 < 255
+    with pytest.raises(jail.JailError):
+        jail.seccomp_program("mips")
