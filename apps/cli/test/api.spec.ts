@@ -326,6 +326,9 @@ describe('waiting', () => {
         return json(res, 200, {
           run: runView({ status: 'succeeded', queuePosition: null }),
           score: 100,
+          interval: null,
+          pairs: null,
+          indicative: false,
           workloads: [],
           samples: [],
           checks: [],

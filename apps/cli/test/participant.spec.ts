@@ -67,6 +67,10 @@ async function hub(hardUsed = 0) {
 
 const uploadedTo = (body: string) => /name="benchmark"\r\n\r\n([^\r]+)/.exec(body)?.[1];
 
+/** The smallest engine.py that passes the entry-point check (class Engine with both methods). */
+const ENGINE_PY =
+  'class Engine:\n    def __init__(self, model_path):\n        pass\n\n    def generate(self, input_ids, max_new_tokens):\n        yield []\n';
+
 describe("1. a starter's dryft.json decides the benchmark", () => {
   it('`submit engine` inside the toy-decode starter uploads to toy-decode and says so', async () => {
     const { stub, env } = await hub();
@@ -84,7 +88,7 @@ describe("1. a starter's dryft.json decides the benchmark", () => {
     const repo = mkdtempSync(path.join(tmpdir(), 'dryft-starter-'));
     writeFileSync(path.join(repo, 'dryft.json'), JSON.stringify({ benchmark: 'toy-decode' }));
     mkdirSync(path.join(repo, 'engine'));
-    writeFileSync(path.join(repo, 'engine/engine.py'), 'class Engine:\n    pass\n');
+    writeFileSync(path.join(repo, 'engine/engine.py'), ENGINE_PY);
     const runs = await cli(['runs'], env, { cwd: path.join(repo, 'engine') });
     expect(runs.code, runs.stderr).toBe(0);
     expect(runs.stderr).toContain(`Benchmark: toy-decode (from ${path.join('..', 'dryft.json')})`);
@@ -108,7 +112,7 @@ describe("1. a starter's dryft.json decides the benchmark", () => {
     const { env } = await hub();
     const dir = mkdtempSync(path.join(tmpdir(), 'dryft-nostarter-'));
     mkdirSync(path.join(dir, 'engine'));
-    writeFileSync(path.join(dir, 'engine/engine.py'), 'class Engine:\n    pass\n');
+    writeFileSync(path.join(dir, 'engine/engine.py'), ENGINE_PY);
     const r = await cli(['submit', path.join(dir, 'engine')], env, { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain(

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs, realpathSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import * as os from 'node:os';
 import type { AgentConfig } from './config';
 import { pickPython } from './config';
 import { tempPrefix, tempRoot } from './leftovers';
