@@ -46,6 +46,9 @@ describe("the organizer's console: disqualification, every run, export", () => {
 
   beforeAll(async () => {
     hub = await startTestHub({ env: { ADMIN_LOGINS: 'org-boss' } });
+    // The score interval lives in runs.score_interval (jsonb) on hubs that measure one; the export
+    // reads it when the column exists. Created here when this checkout's migrations lack it.
+    await hub.dataSource.query('ALTER TABLE runs ADD COLUMN IF NOT EXISTS score_interval jsonb');
     agent = new TestAgent(hub);
     organizer = await signIn(hub, 'org-boss');
     ({ owner: ann, team: annTeam } = await ownerWithTeam(hub, 'org-ann', 'Ann, "Fast" Co'));
@@ -237,6 +240,10 @@ describe("the organizer's console: disqualification, every run, export", () => {
 
   it('exports the leaderboard and every official result as JSON and CSV, organizers only', async () => {
     expect((await ann.get('/api/admin/benchmarks/toy-decode/export')).status).toBe(403);
+    await hub.dataSource.query(
+      `UPDATE runs SET score_interval = '{"low": 141.25, "high": 158.5, "halfWidth": 8.625, "level": 0.95}' WHERE id = $1`,
+      [runs.ann2],
+    );
     const json = await organizer.get('/api/admin/benchmarks/toy-decode/export?what=results&format=json');
     expect(json.status).toBe(200);
     expect(json.body).toMatchObject({ benchmarkId: 'toy-decode', rulesVersion: 1, what: 'results' });
@@ -255,6 +262,8 @@ describe("the organizer's console: disqualification, every run, export", () => {
       submissionId: subs.ann2,
       rulesVersion: 1,
       disqualified: false,
+      intervalLow: 141.25,
+      intervalHigh: 158.5,
     });
     expect(top.submissionSha256).toMatch(/^[0-9a-f]{64}$/);
     expect(json.body.rows[1]).toMatchObject({
@@ -273,11 +282,11 @@ describe("the organizer's console: disqualification, every run, export", () => {
     expect(csv.headers['content-disposition']).toBe('attachment; filename="toy-decode-results-rules-v1.csv"');
     const lines = csv.text.trimEnd().split('\r\n');
     expect(lines[0]).toBe(
-      'rank,team,teamSlug,members,submittedBy,score,runId,submissionId,submissionSha256,rulesVersion,tier,finishedAt,disqualified,disqualifiedReason',
+      'rank,team,teamSlug,members,submittedBy,score,intervalLow,intervalHigh,runId,submissionId,submissionSha256,rulesVersion,tier,finishedAt,disqualified,disqualifiedReason',
     );
     expect(lines).toHaveLength(4);
     expect(lines[1]).toBe(
-      `1,"Ann, ""Fast"" Co",${annTeam.slug},org-ann;org-ann-mate,org-ann,150,${runs.ann2},${subs.ann2},${top.submissionSha256},1,,${top.finishedAt},false,`,
+      `1,"Ann, ""Fast"" Co",${annTeam.slug},org-ann;org-ann-mate,org-ann,150,141.25,158.5,${runs.ann2},${subs.ann2},${top.submissionSha256},1,,${top.finishedAt},false,`,
     );
     const bad = await organizer.get('/api/admin/benchmarks/toy-decode/export?format=xml');
     expect(bad.status).toBe(400);

@@ -2,7 +2,10 @@ import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchmarkClockView } from '@dryft/libs';
 import { toyStarter } from '../support/archives';
-import { startTestHub, TestHub } from '../support/hub';
+import * as path from 'node:path';
+import { createHub } from '../../apps/api/src/bootstrap';
+import { loadConfig } from '../../apps/api/src/config/config';
+import { ROOT, startTestHub, TestHub } from '../support/hub';
 import { ownerWithTeam, signIn, TestUser } from '../support/users';
 
 describe('the round clock and scheduled opens/closes', () => {
@@ -96,7 +99,7 @@ describe('the round clock and scheduled opens/closes', () => {
   });
 
   it('runs an open/close the organizer scheduled, at its time, once, in the organizer’s name', async () => {
-    const at = new Date(Date.now() + 1500).toISOString();
+    const at = new Date(Date.now() + 4000).toISOString();
     const refused = await participant.post('/api/admin/benchmarks/toy-decode/schedule', {
       action: 'close',
       at,
@@ -168,5 +171,60 @@ describe('the round clock and scheduled opens/closes', () => {
     );
     const audit = (await organizer.get(`/api/admin/audit?target=${later.body.id}`)).body.items;
     expect(audit.map((e: { action: string }) => e.action)).toEqual(['schedule.cancel', 'schedule.create']);
+  });
+
+  it('runs a scheduled action once when two replicas share the database', async () => {
+    await organizer.patch('/api/admin/benchmarks/toy-decode', {
+      submissionsOpen: true,
+      evaluationsOpen: true,
+    });
+    const at = new Date(Date.now() + 4000).toISOString();
+    const scheduled = await organizer.post('/api/admin/benchmarks/toy-decode/schedule', {
+      action: 'close',
+      target: 'evaluations',
+      at,
+    });
+    // A second replica of the hub on the same database arms its own timer for the same action.
+    const config = loadConfig(
+      {
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'error',
+        DATA_DIR: path.join(ROOT, '.data', 'test', `rc-b-${process.pid}`),
+      },
+      ROOT,
+    );
+    const replica = await createHub(config, {
+      databaseUrl: (hub.dataSource.options as { url: string }).url,
+      logger: ['error'],
+    });
+    try {
+      await expect
+        .poll(
+          async () =>
+            (await organizer.get('/api/admin/schedule?benchmark=toy-decode')).body.find(
+              (x: { id: string }) => x.id === scheduled.body.id,
+            )?.status,
+          {
+            timeout: 15_000,
+          },
+        )
+        .toBe('done');
+      // Both timers fired; the claim let exactly one apply it.
+      await new Promise((r) => setTimeout(r, 500));
+      const entries = (
+        await organizer.get('/api/admin/audit?action=benchmark.close_evaluations')
+      ).body.items.filter(
+        (e: { details: { scheduleId?: string } }) => e.details.scheduleId === scheduled.body.id,
+      );
+      expect(entries).toHaveLength(1);
+      // A second application would have rewritten the outcome to "already closed; nothing changed".
+      const done = (await organizer.get('/api/admin/schedule?benchmark=toy-decode')).body.find(
+        (x: { id: string }) => x.id === scheduled.body.id,
+      );
+      expect(done.outcome).toBe('evaluations closed');
+      expect((await hub.http.get('/api/benchmarks/toy-decode/clock')).body.evaluationsOpen).toBe(false);
+    } finally {
+      await replica.close();
+    }
   });
 });

@@ -23,19 +23,25 @@ export interface ResultRow {
 }
 
 /**
- * Where a score's 95 % interval may be stored on `runs`, depending on the hub's version: the first
- * pair of columns that exists is read; with none, the export leaves the interval out.
+ * Where a score's 95 % interval may be stored on `runs`, depending on the hub's version: a jsonb
+ * `score_interval` ({low, high, …}), or a pair of numeric columns. The first that exists is read;
+ * with none, the export leaves the interval out.
  */
-const INTERVAL_COLUMNS: [string, string][] = [
-  ['score_low', 'score_high'],
-  ['score_ci_low', 'score_ci_high'],
-  ['interval_low', 'interval_high'],
-  ['score_interval_low', 'score_interval_high'],
+const INTERVAL_SOURCES: { columns: string[]; select: string }[] = [
+  {
+    columns: ['score_interval'],
+    select: `(r.score_interval->>'low')::float8 AS interval_low, (r.score_interval->>'high')::float8 AS interval_high`,
+  },
+  ...[
+    ['score_low', 'score_high'],
+    ['score_ci_low', 'score_ci_high'],
+    ['interval_low', 'interval_high'],
+  ].map(([lo, hi]) => ({ columns: [lo, hi], select: `r.${lo} AS interval_low, r.${hi} AS interval_high` })),
 ];
 
 @Injectable()
 export class OrganizerRepository {
-  private intervalColumns: Promise<[string, string] | null> | undefined;
+  private intervalSelect: Promise<string | null> | undefined;
 
   constructor(private readonly dataSource: DataSource) {}
 
@@ -118,8 +124,8 @@ export class OrganizerRepository {
     rulesVersion: number,
     rankedTiers: string[],
   ): Promise<ResultRow[]> {
-    const interval = await this.intervalPair();
-    const extra = interval ? `, r.${interval[0]} AS interval_low, r.${interval[1]} AS interval_high` : '';
+    const interval = await this.intervalSource();
+    const extra = interval ? `, ${interval}` : '';
     return this.dataSource.query(
       `SELECT r.id AS run_id, r.team_id, t.name AS team_name, t.slug AS team_slug, r.created_by,
               u.login AS submitted_by, r.score, r.rules_version AS run_rules_version, r.tier, r.finished_at,
@@ -138,15 +144,15 @@ export class OrganizerRepository {
     );
   }
 
-  private intervalPair(): Promise<[string, string] | null> {
-    this.intervalColumns ??= this.dataSource
+  private intervalSource(): Promise<string | null> {
+    this.intervalSelect ??= this.dataSource
       .query(
         `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs'`,
       )
       .then((rows: { column_name: string }[]) => {
         const names = new Set(rows.map((r) => r.column_name));
-        return INTERVAL_COLUMNS.find(([lo, hi]) => names.has(lo) && names.has(hi)) ?? null;
+        return INTERVAL_SOURCES.find((src) => src.columns.every((c) => names.has(c)))?.select ?? null;
       });
-    return this.intervalColumns;
+    return this.intervalSelect;
   }
 }
