@@ -163,3 +163,28 @@ def test_public_score_is_indicative_and_unpaired(tmp_path):
     assert [s["warmup"] for s in run.of("sample")] == [False]
     # the cached baseline is used, and its hardware key ("test" here) is compared as a key
     assert not run.of("baseline")
+
+
+def test_official_candidate_failing_to_load_is_its_fault_not_the_baselines(tmp_path, make_engine):
+    d = make_engine("""
+        from base import Engine as Base
+        class Engine(Base):
+            def __init__(self, path):
+                raise RuntimeError("no weights for me")
+    """)
+    run = run_harness(toy_spec("official"), d, tmp_path)
+    res = run.result
+    assert res["failureCode"] == "candidate_error" and "no weights for me" in res["detail"], res
+    # the baseline's child was loaded first and is gone with the run
+    assert any(m["message"].startswith("baseline: Engine(model_path) ready") for m in run.of("log"))
+
+
+def test_official_baseline_failure_is_a_harness_error(tmp_path, make_engine):
+    broken = make_engine("""
+        from base import Engine as Base
+        class Engine(Base):
+            def generate(self, input_ids, max_new_tokens):
+                raise RuntimeError("baseline broke")
+    """)
+    run = run_harness(toy_spec("official", baselineEngine=str(broken)), TOY_BASELINE, tmp_path)
+    assert run.result["failureCode"] == "harness_error" and "baseline engine failed" in run.result["message"]

@@ -47,13 +47,15 @@ def test_public_run_fast_example_measures_baseline_and_scores(tmp_path):
     base = run.of("baseline")
     assert len(base) == 1 and set(base[0]["workloads"]) == {"short", "long"}
     for fig in base[0]["workloads"].values():
-        assert 10 <= fig["totalMs"] <= 200  # the baseline's sample is a few tens of ms on one core
+        # a few tens of ms on an idle core; loose bounds, since a shared test box can be 10x slower
+        assert 1 <= fig["totalMs"] <= 5000
     samples = run.of("sample")
     # public: warm-up + one timed sample per workload
     assert [(s["workload"], s["warmup"]) for s in samples] == [("short", True), ("short", False), ("long", True), ("long", False)]
     assert res["score"] > 200, res
+    assert res["indicative"] is True and "interval" not in res
     assert run.check("output")["passed"]
-    assert run.seconds < 10
+    assert run.seconds < 60
 
 
 def test_official_baseline_scores_about_100(tmp_path):
