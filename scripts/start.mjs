@@ -33,7 +33,16 @@ function stop(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-  setTimeout(() => process.exit(code), 8000).unref();
+  // Never leave a child behind (an agent still finishing a run would hold its work folder and
+  // refuse the next `npm start`'s agent): what has not exited after 8 s is killed.
+  setTimeout(() => {
+    for (const c of children)
+      if (c.exitCode === null && c.signalCode === null) {
+        console.error(`[start] process ${c.pid} did not stop within 8 s; killing it`);
+        c.kill('SIGKILL');
+      }
+    process.exit(code);
+  }, 8000).unref();
   Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.on('exit', r))))).then(
     () => process.exit(code),
   );

@@ -92,7 +92,8 @@ describe('npm start (embedded Postgres, no DATABASE_URL)', () => {
     expect(created.status).toBe(201);
     const page = await fetch(`${base}/`, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(200);
-    expect(output).toMatch(/Embedded Postgres on 127\.0\.0\.1:\d+/);
+    // Only inside the data folder: its socket, no TCP (docs/RELIABILITY.md).
+    expect(output).toMatch(/Embedded Postgres on the socket in .*postgres-socket \(no TCP/);
 
     await stop();
     const port2 = await freePort();

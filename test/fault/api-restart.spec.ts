@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AgentProc,
@@ -56,6 +57,7 @@ describe('API restarts under a local agent run', () => {
         DRYFT_API_URL: api.url,
         DRYFT_AGENT_TOKEN_FILE: tokenFile,
         DRYFT_AGENT_WORK_DIR: path.join(dataDir, 'agent-work'),
+        DRYFT_AGENT_TEST_HOOKS: '1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -139,6 +141,38 @@ describe('API restarts under a local agent run', () => {
     const done = await owner.waitFor(run.id, terminal, 120_000);
     expect(done.status, `${agent.output()}\n${api.output()}`).toBe('succeeded');
     expect(agent.output()).toMatch(/holds a new one: reconnecting with it/);
+    expect(agent.child.exitCode).toBeNull();
+    expect(await tickLines(run.id, marker)).toEqual([...Array(TICKS).keys()]);
+  });
+
+  it('the hub refuses the token of an agent that holds a run: it says so loudly and keeps retrying instead of exiting', async () => {
+    const marker = `refused${Date.now()}`;
+    const run = await owner.startRun(await owner.upload(await toyEngineWith(ticks(marker))));
+    await until('ticking', async () => (await tickLines(run.id, marker)).length > 30, 60_000);
+    // The hub stops knowing the token (as a hub on another database would) and the connection drops.
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ token_hash: string }>(
+        `SELECT token_hash FROM agents WHERE name = 'local' AND revoked_at IS NULL`,
+      );
+      const hash = rows[0].token_hash;
+      await client.query(`UPDATE agents SET token_hash = 'forgotten' WHERE token_hash = $1`, [hash]);
+      agent.child.kill('SIGUSR2'); // DRYFT_AGENT_TEST_HOOKS: a real socket drop
+      await until(
+        'the refusal banner',
+        () => /refuses this agent's token/.test(agent.output()) || null,
+        30_000,
+      );
+      expect(agent.output()).toContain(`still holds 1 run(s) (${run.id})`);
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(agent.child.exitCode).toBeNull();
+      await client.query(`UPDATE agents SET token_hash = $1 WHERE token_hash = 'forgotten'`, [hash]);
+    } finally {
+      await client.end();
+    }
+    const done = await owner.waitFor(run.id, terminal, 120_000);
+    expect(done.status, `${JSON.stringify(done)}\n${agent.output()}`).toBe('succeeded');
     expect(agent.child.exitCode).toBeNull();
     expect(await tickLines(run.id, marker)).toEqual([...Array(TICKS).keys()]);
   });

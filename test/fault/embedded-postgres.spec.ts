@@ -11,7 +11,7 @@ import {
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiProc, HttpUser, startApi, stopProc } from '../support/agent-helpers';
+import { ApiProc, HttpUser, startApi, stopProc, until } from '../support/agent-helpers';
 import { freePort, ROOT } from '../support/quickstart';
 
 /**
@@ -169,5 +169,32 @@ describe('embedded Postgres: crash recovery and who can reach it', () => {
     }
     await boot();
     expect((await fetch(`${api!.url}/api/health`)).status).toBe(200);
+  });
+
+  it('starts its Postgres again when it dies under the running hub; meanwhile routes answer 503', async () => {
+    const owner = await HttpUser.signIn(api!.url, 'crash-owner');
+    const before = postmaster()!;
+    process.kill(before.pid, 'SIGKILL');
+    const killedAt = Date.now();
+    const during = await owner.get<{ error: { code: string } }>('/api/teams');
+    expect([503, 200]).toContain(during.status); // 200 only if it was already back
+    if (during.status === 503) expect(during.body.error.code).toBe('database_unavailable');
+    await until(
+      'Postgres restarted by the hub',
+      async () => {
+        const pm = postmaster();
+        return (
+          (pm && pm.pid !== before.pid && alive(pm.pid) && (await owner.get('/api/teams')).status === 200) ||
+          null
+        );
+      },
+      60_000,
+    );
+    console.log(
+      `[fault] embedded Postgres killed under the hub: serving again after ${Date.now() - killedAt} ms`,
+    );
+    expect(api!.output()).toMatch(/Embedded Postgres stopped unexpectedly/);
+    expect(api!.child.exitCode).toBeNull();
+    expect(JSON.stringify((await owner.get('/api/teams')).body)).toContain('Crash team');
   });
 });

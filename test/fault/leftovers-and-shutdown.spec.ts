@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { tempPrefix, tempRoot } from '../../apps/gpu-agent/src/leftovers';
+import { cleanLeftovers, tempPrefix, tempRoot } from '../../apps/gpu-agent/src/leftovers';
 import {
   AgentProc,
   ApiProc,
@@ -127,7 +127,10 @@ describe('leftovers and a bounded shutdown', () => {
       const org = await HttpUser.signIn(api.url, 'org');
       const { token } = await org.createAgent('shutdown-box');
       const agent = spawnAgent({ apiUrl: api.url, token, dir: path.join(dataDir, 'agent') });
-      cleanups.push(() => stopProc(agent, 'SIGKILL'));
+      cleanups.push(async () => {
+        await stopProc(agent, 'SIGKILL');
+        cleanLeftovers(agent.workDir, () => undefined); // its run was still going
+      });
       const owner = await HttpUser.signIn(api.url, 'shutdown-owner');
       await owner.createTeam();
       const marker = `shut${Date.now()}`;

@@ -53,6 +53,22 @@ export async function createHub(config: Config, options: HubOptions = {}): Promi
     embedded = await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, (m) => logger.log(m));
     url = embedded.url;
   }
+  try {
+    return await buildHub(config, options, url, embedded, logger);
+  } catch (err) {
+    // A hub that fails to start leaves no Postgres of its own running behind it.
+    await embedded?.stop();
+    throw err;
+  }
+}
+
+async function buildHub(
+  config: Config,
+  options: HubOptions,
+  url: string,
+  embedded: EmbeddedDatabase | undefined,
+  logger: Logger,
+): Promise<Hub> {
   const dataSource = await openDatabase(url);
   const registry = options.registry ?? BenchmarkRegistry.fromDirectory(config.benchmarksDir);
   const app = await NestFactory.create<NestExpressApplication>(
@@ -71,11 +87,17 @@ export async function createHub(config: Config, options: HubOptions = {}): Promi
   // No Nest shutdown hooks: main.ts owns SIGTERM/SIGINT and calls close() once, in this order.
   await app.init();
   let closingStep: string | null = null;
+  // Each step runs whatever the one before did: a failed step is logged, never a reason to skip the
+  // next (a hub whose listen failed must still stop its Postgres).
   const step = async (what: string, work: () => Promise<unknown>) => {
     closingStep = what;
     const started = Date.now();
-    await work();
-    logger.log(`shutdown: ${what} (${Date.now() - started} ms)`);
+    try {
+      await work();
+      logger.log(`shutdown: ${what} (${Date.now() - started} ms)`);
+    } catch (err) {
+      logger.warn(`shutdown: ${what} failed: ${(err as Error).message ?? String(err)}`);
+    }
   };
   return {
     app,

@@ -29,7 +29,12 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  await hub.app.listen(config.PORT, config.HOST);
+  try {
+    await hub.app.listen(config.PORT, config.HOST);
+  } catch (err) {
+    await hub.close().catch(() => undefined);
+    throw err;
+  }
   console.log(`Dryft hub listening on ${config.PUBLIC_URL} (port ${config.PORT})`);
   let closing = false;
   const stop = async (signal: string) => {
