@@ -307,6 +307,11 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
   await page.goto('/admin/agents');
   if (useAgent) await page.getByTestId('agents-table').getByText('local', { exact: true }).waitFor();
   else await page.getByText('No agents yet').waitFor();
+  // Organizers see what each team stores (logs, capped per run, and artifacts).
+  await page.getByTestId('storage-table').getByRole('link', { name: 'Fast Decoders' }).waitFor();
+  await expect
+    .poll(() => page.getByTestId('storage-total').textContent())
+    .toMatch(/All teams: .+ of logs \([\d,]+ lines\) and .+ of artifacts\./);
   await shot(page, '17-admin-agents');
   await page.getByTestId('account-menu').click();
   await shot(page, '18-account-menu');

@@ -2,7 +2,8 @@ import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { io } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_LOG_LIMITS, RunAssign, utf8Bytes } from '@dryft/libs';
+import { RunAssign, utf8Bytes } from '@dryft/libs';
+import { loadBenchmarkDefinitions } from '@dryft/libs/node';
 import type { LogLine } from '@dryft/libs';
 import {
   AgentProc,
@@ -22,10 +23,12 @@ import { freePort, ROOT } from '../support/quickstart';
 /**
  * The log cap (issue 14, item 6), with real processes: an engine that prints 1,000,000 lines and
  * one 10 MB line through the real agent and harness, and an agent that ignores the cap and sends
- * all of it over the real protocol (the API enforces the cap itself). toy-decode's cap is the
- * default one: 100,000 lines, 32 MB, 16,384 bytes a line, the last 1,000 lines kept.
+ * all of it over the real protocol (the API enforces the cap itself). The cap is toy-decode's, from
+ * its definition (200,000 lines, 32 MB, 16,384 bytes a line, the last 1,000 lines kept).
  */
-const CAP = DEFAULT_LOG_LIMITS;
+const CAP = loadBenchmarkDefinitions(path.join(ROOT, 'config/benchmarks')).find(
+  (d) => d.id === 'toy-decode',
+)!.logs;
 const FLOOD = 1_000_000;
 const BIG = 10 * 1024 * 1024;
 
@@ -36,9 +39,8 @@ function checkCapped(stored: LogLine[], first: string, last: string, cutLine: bo
   // Contiguous: no gap where lines were dropped, the notice stands there.
   expect(stored.map((l) => l.seq)).toEqual(stored.map((_, i) => i + 1));
   const texts = stored.map((l) => l.text);
-  const notices = texts.filter((t) =>
-    /lines \(.+\) dropped here: this run's log is capped at 100,000 lines/.test(t),
-  );
+  const capped = `dropped here: this run's log is capped at ${CAP.maxLines.toLocaleString('en-US')} lines`;
+  const notices = texts.filter((t) => / lines \(.+\) dropped here/.test(t) && t.includes(capped));
   expect(notices).toHaveLength(1);
   const at = texts.indexOf(notices[0]);
   // The start before the notice, the end after it.
@@ -92,6 +94,16 @@ _s.stdout.write("big:" + "x" * ${BIG} + "\\n")
 _s.stdout.write("after-big\\n")
 _s.stdout.flush()
 `;
+    try {
+      await floodThroughAgent(flood);
+    } finally {
+      // The next test's agent must be the only one.
+      await stopProc(agent, 'SIGKILL');
+      agent = undefined;
+    }
+  });
+
+  async function floodThroughAgent(flood: string) {
     const run = await owner.startRun(await owner.upload(await toyEngineWith(flood)));
     const watcher = new RunWatcher(api.url, { cookie: owner.cookie });
     expect((await watcher.join(run.id)).ok).toBe(true);
@@ -106,9 +118,7 @@ _s.stdout.flush()
     await until('watcher caught up', () => watcher.lastSeq >= done.lastLogSeq, 30_000);
     expect(watcher.lines.map((l) => [l.seq, l.text])).toEqual(stored.map((l) => [l.seq, l.text]));
     watcher.close();
-    await stopProc(agent, 'SIGKILL');
-    agent = undefined;
-  });
+  }
 
   it('an agent that ignores the cap: the API enforces it, with its own notice, and the verdict is stored', async () => {
     const token = (await org.createAgent('untrusted-box')).token;
