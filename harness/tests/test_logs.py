@@ -98,6 +98,11 @@ def test_training_logs_progress_the_final_evaluation_and_the_verdict(tmp_path):
     assert "final evaluation: 400 hidden examples, budget 4.8s" in logs
     assert any(x.startswith(f"final evaluation: accuracy {m['accuracy']:.2f}% (") for x in logs), logs
     assert logs[-1] == f"verdict: succeeded, score {events[-1]['score']:.2f} (accuracy in percent)"
+    # every check's verdict is a log line too
+    checks = [e for e in events if e["type"] == "check"]
+    assert {"deadline", "eval_budget"} <= {c["name"] for c in checks}
+    for c in checks:
+        assert f"check {c['name']}: {'pass' if c['passed'] else 'FAIL'}: {c['detail']}" in logs
 
 
 def test_training_traceback_is_relative_to_the_submission(tmp_path):

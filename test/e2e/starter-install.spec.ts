@@ -155,6 +155,29 @@ describe.skipIf(!existsSync(BUNDLE))('install-dryft.sh against a running hub', (
     expect(validate.code, validate.out).toBe(0);
   });
 
+  it('inside the toy-decode template, `./bin/dryft submit engine` (as the page shows it) goes to toy-decode', async () => {
+    const work = mkdtempSync(path.join(tmpdir(), 'dryft-template-submit-'));
+    dirs.push(work);
+    const tgz = path.join(work, 'template.tar.gz');
+    writeFileSync(
+      tgz,
+      Buffer.from(await (await fetch(`${hub.baseUrl}/api/benchmarks/toy-decode/template`)).arrayBuffer()),
+    );
+    expect((await run('tar', ['xzf', tgz], { cwd: work, env: baseEnv })).code).toBe(0);
+    const repo = path.join(work, 'toy-decode');
+    expect((await run('sh', ['./install-dryft.sh', hub.baseUrl], { cwd: repo, env: baseEnv })).code).toBe(0);
+    const { token } = await teamToken(hub.baseUrl, `tmpl${Date.now().toString(36)}`);
+    const env = { ...baseEnv, DRYFT_TOKEN: token };
+    const submit = await run('./bin/dryft', ['submit', 'engine'], { cwd: repo, env });
+    expect(submit.code, submit.out).toBe(0);
+    expect(submit.out).toContain('Benchmark: toy-decode (from dryft.json)');
+    const id = submit.out.trim().split('\n').pop()!;
+    const sub = await fetch(`${hub.baseUrl}/api/submissions/${id}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(((await sub.json()) as { benchmarkId: string }).benchmarkId).toBe('toy-decode');
+  });
+
   it('refuses a tampered download and installs nothing', async () => {
     const proxy = await tamperingProxy(hub.baseUrl);
     const repo = freshRepo();

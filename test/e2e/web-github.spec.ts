@@ -221,7 +221,10 @@ async function journey(page: Page): Promise<void> {
   await page.getByRole('link', { name: 'Repositories' }).click();
   await page.getByText('No repository is connected yet').waitFor();
   await shot(page, '02-repositories-empty');
-  await page.getByTestId('connect-repository').click();
+  expect(await page.getByTestId('connect-repository').count()).toBe(1);
+  // Connect a repository is on the Submissions page too (where the decode page sends people), same flow.
+  await page.getByRole('link', { name: 'Submissions' }).click();
+  await page.getByTestId('submissions-connect-repository').click();
   await page.waitForURL(new RegExp(`/repositories\\?installed=${INSTALLATION}$`));
   await page.getByTestId('installed').waitFor();
   const row = page.locator(`[data-testid="granted-repo"][data-repo="${REPO}"]`);
@@ -329,6 +332,14 @@ async function journey(page: Page): Promise<void> {
   await seenByMember.getByText('public run on every push').waitFor();
   await seenByMember.getByTestId('run-now').waitFor();
   expect(await member.getByTestId('connect-repository').count()).toBe(0);
+  await member.goto('/submissions');
+  await member
+    .getByTestId('connect-card')
+    .getByText('A team owner or admin can connect a repository.')
+    .waitFor();
+  expect(await member.getByTestId('submissions-connect-repository').count()).toBe(0);
+  await member.goto('/repositories');
+  await seenByMember.waitFor();
   expect(await seenByMember.getByTestId('check-delivery').count()).toBe(0);
   expect(await seenByMember.getByRole('button', { name: 'Disconnect' }).count()).toBe(0);
   expect(await seenByMember.getByTestId('auto-run').count()).toBe(0);

@@ -419,6 +419,45 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
     await page.getByRole('radio', { name: /Hard/ }).check();
     expect((await page.getByTestId('start-official').textContent())!.trim()).toBe('Start Hard run');
     expect(await page.getByText('Official runs rank').count()).toBe(0);
+    // A practice run is named by its tier, its accuracy is in percent, and its rank says which tier ranks.
+    const practice = await owner
+      .post(`/api/submissions/${up.body.submission.id}/runs`, {
+        mode: 'public',
+        tier: 'easy',
+        dataset: 'square',
+      })
+      .set('Idempotency-Key', `e2e-practice-${Date.now()}`);
+    expect(practice.status, JSON.stringify(practice.body)).toBe(201);
+    const gpu = agent();
+    await gpu.claim(practice.body.run.id);
+    await sendSamples(gpu, practice.body.run.id, [
+      {
+        type: 'sample',
+        workload: 'square',
+        index: 0,
+        warmup: false,
+        ttftMs: null,
+        tpotMs: null,
+        tps: 5200,
+        totalMs: 60_000,
+        tokens: 312_000,
+        metrics: { accuracy: 63.12, updates: 480 },
+      },
+    ]);
+    await gpu.finish(practice.body.run.id, {
+      status: 'succeeded',
+      score: 63.12,
+      metrics: { accuracy: 63.12 },
+    });
+    await page.goto(`/runs/${practice.body.run.id}`);
+    expect((await page.getByTestId('mode-badge').textContent())!.trim()).toBe('Practice · Easy');
+    await expect.poll(() => page.getByTestId('run-score').textContent()).toBe('63.12%');
+    await page
+      .getByText('Practice runs give feedback, not a leaderboard score. Start a Hard run to rank.')
+      .waitFor();
+    await page.getByText('Practice runs never change the leaderboard.').waitFor();
+    await page.getByTestId('samples-table').getByText('accuracy 63.12%').waitFor();
+    expect(await page.getByTestId('samples-table').innerText()).toContain('updates 480.0');
 
     await page.goto('/no-such-page');
     await page.getByTestId('error-page').getByText('Page not found').waitFor();

@@ -187,7 +187,9 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
   program
     .command('result')
     .argument('<run-id>', 'the Run ID')
-    .description("show a run's score, checks and per-workload timings")
+    .description(
+      "show a run's score, checks, per-workload timings, and the loss curve (training) or timed samples (decode) as text",
+    )
     .option('--wait', 'wait for the run to finish first')
     .option('--timeout <seconds>', 'with --wait: give up after this long (default 3600); exit 6')
     .action(act((ctx, id: string, opts: { wait?: boolean; timeout?: string }) => resultCmd(ctx, id, opts)));

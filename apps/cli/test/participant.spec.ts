@@ -189,7 +189,13 @@ describe('4. --help --json', () => {
 
 describe('5. result shows the loss curve and the per-sample timings', () => {
   it('training: a chart line and a few points per metric', async () => {
-    const run = runView({ status: 'succeeded', benchmarkId: 'deep-recurrence', score: 63 });
+    const run = runView({
+      status: 'succeeded',
+      benchmarkId: 'deep-recurrence',
+      tier: 'easy',
+      dataset: 'square',
+      score: 63,
+    });
     const curve = Array.from({ length: 40 }, (_, i) => ({
       name: 'loss',
       step: i * 25,
@@ -199,6 +205,9 @@ describe('5. result shows the loss curve and the per-sample timings', () => {
     const { env } = await resultHub({ run, curve, samples: [] });
     const r = await cli(['result', run.id], env);
     expect(r.code, r.stderr).toBe(0);
+    // accuracy in percent, as the definition says
+    expect(r.stdout).toContain('score 63.00%');
+    expect(r.stdout).toContain('Score: 63.00% (public');
     expect(r.stdout).toContain('loss over 40 point(s), steps 0–975: 2.5 → 0.0625');
     const chart = r.stdout.split('\n').find((l) => /^ {2}[▁▂▃▄▅▆▇█]+$/.test(l))!;
     expect(chart.trim().length).toBe(40);

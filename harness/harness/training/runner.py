@@ -220,12 +220,17 @@ class _Runner:
         elif kind == "check":
             name, passed, detail = header.get("name"), header.get("passed"), header.get("detail")
             if isinstance(name, str) and isinstance(passed, bool) and isinstance(detail, str):
-                self.events.check(name[:64], passed, detail[:2000])
+                self.check(name[:64], passed, detail[:2000])
         elif kind == "log":
             level = header.get("level") if header.get("level") in ("info", "warn", "error") else "info"
             message = header.get("message")
             if isinstance(message, str):
                 self.events.log(message[:2000], level=level)
+
+    def check(self, name: str, passed: bool, detail: str) -> None:
+        """A check event, and its verdict as a line of the run's log."""
+        self.events.check(name, passed, detail)
+        self.events.log(f"check {name}: {'pass' if passed else 'FAIL'}: {detail}", level="info" if passed else "error")
 
     def log_progress(self, step: int, loss: float, tokens: int, now: float, t0: float) -> None:
         """Step, loss, tokens/s since the last line, and the allowance left, at a steady cadence."""
@@ -318,7 +323,7 @@ class _Runner:
         self.training_wall = time.monotonic() - t0
         if self.training_wall > budget + grace:
             raise RunFailed("timeout", f"training took {self.training_wall:.1f}s, over the allowance of {budget:.1f}s (+{grace:.1f}s grace)")
-        self.events.check(
+        self.check(
             "deadline", True, f"training ended after {self.training_wall:.2f}s of a {budget:.1f}s allowance (grace {grace:.1f}s)"
         )
         done = self.partial_metrics()
@@ -404,7 +409,7 @@ class _Runner:
                 "metrics": metrics,
             }
         )
-        self.events.check("eval_budget", True, f"final evaluation took {eval_wall:.2f}s of {spec.eval_budget:.1f}s")
+        self.check("eval_budget", True, f"final evaluation took {eval_wall:.2f}s of {spec.eval_budget:.1f}s")
         self.events.log(
             f"final evaluation: accuracy {acc:.2f}% ({total:,} scored tokens; first target {acc_first:.2f}%, "
             f"exact sequences {exact:.2f}%, chance {100.0 / spec.task.num_classes:.2f}%) in {eval_wall:.2f}s"

@@ -117,8 +117,12 @@ export class LeaderboardsService {
   }
 
   private ineligibility(run: RunEntity, b: EffectiveBenchmark): string | null {
-    if (run.mode !== 'official')
-      return 'Public runs give feedback, not a leaderboard score. Start an official run to rank.';
+    if (run.mode !== 'official') {
+      const ranked = b.kind === 'training' ? b.tiers.filter((t) => t.ranked).map((t) => t.title) : [];
+      return ranked.length
+        ? `Practice runs give feedback, not a leaderboard score. Start a ${ranked.join(' or ')} run to rank.`
+        : 'Public runs give feedback, not a leaderboard score. Start an official run to rank.';
+    }
     if (run.status !== 'succeeded')
       return run.status === 'failed'
         ? `The run failed (${run.failureCode}); only runs that pass every check rank.`

@@ -196,6 +196,11 @@ export function describeRun(run: RunView): string {
   return parts.join(', ');
 }
 
+/** A training run (it has a tier) scores accuracy in percent; decode runs score points. */
+function scoreText(run: RunView, score: number | null = run.score): string {
+  return run.tier && score !== null ? `${formatScore(score)}%` : formatScore(score);
+}
+
 function paintStatus(ctx: Context, status: RunStatus, err = false): string {
   return ctx.out.paint(statusColour(status), status, err);
 }
@@ -262,7 +267,7 @@ export async function waitAndReport(
 
 export function printRunLine(ctx: Context, run: RunView): void {
   ctx.out.line(
-    `Run ${run.id}: ${paintStatus(ctx, run.status)} (${describeRun(run)})${run.score !== null ? `, score ${formatScore(run.score)}` : ''}`,
+    `Run ${run.id}: ${paintStatus(ctx, run.status)} (${describeRun(run)})${run.score !== null ? `, score ${scoreText(run)}` : ''}`,
   );
   if (run.failureCode) ctx.out.line(`  ${ctx.out.paint('red', run.failureCode)}: ${run.message ?? ''}`);
   else if (run.message && run.status !== 'succeeded') ctx.out.line(`  ${run.message}`);
@@ -476,7 +481,7 @@ export async function resultCmd(
     );
   if (result.score !== null)
     ctx.out.line(
-      `Score: ${ctx.out.paint('bold', formatScore(result.score))}${formatScoreInterval(result.interval, result.pairs)}${result.run.mode === 'official' ? ' (official)' : result.indicative ? ' (public, indicative: one sample against the cached baseline; never ranked)' : ' (public: feedback only, never ranked)'}`,
+      `Score: ${ctx.out.paint('bold', scoreText(result.run, result.score))}${formatScoreInterval(result.interval, result.pairs)}${result.run.mode === 'official' ? ' (official)' : result.indicative ? ' (public, indicative: one sample against the cached baseline; never ranked)' : ' (public: feedback only, never ranked)'}`,
     );
   if (result.detail) {
     ctx.out.line('Detail:');
