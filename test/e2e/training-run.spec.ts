@@ -253,7 +253,7 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
     // The system python3 without site-packages: the standard library only, no torch.
     const noTorch = path.join(dir, 'python3-without-torch');
     writeFileSync(noTorch, '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n', { mode: 0o755 });
-    hub = await startQuickstart({ env: { HARNESS_PYTHON: noTorch } });
+    hub = await startQuickstart({ env: { HARNESS_PYTHON: noTorch, ADMIN_LOGINS: 'no-torch' } });
   });
   afterAll(async () => {
     await hub?.close();
@@ -285,6 +285,18 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
       const waiting = page.getByTestId('run-waiting');
       await waiting.waitFor({ timeout: 20_000 });
       expect(await waiting.textContent()).toContain('apt-get install python3-torch');
+      expect(await waiting.textContent()).toContain('No start estimate until such an agent is online.');
+      // The organizer's agents page: one run waiting for recurrence-cpu, no capacity, and why.
+      await page.goto(`${hub.url}/admin/agents`);
+      const row = page.getByTestId('queue-table').locator('tr', { hasText: 'recurrence-cpu' });
+      await row.waitFor({ timeout: 20_000 });
+      const text = (await row.textContent()) ?? '';
+      expect(text).toContain('0 of 0');
+      expect(text).toContain('apt-get install python3-torch');
+      await page.screenshot({
+        path: path.join(ROOT, 'test/e2e/screenshots/queue-no-torch.png'),
+        fullPage: true,
+      });
     } finally {
       await browser.close();
     }
