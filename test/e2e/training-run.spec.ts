@@ -297,6 +297,19 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
         path: path.join(ROOT, 'test/e2e/screenshots/queue-no-torch.png'),
         fullPage: true,
       });
+
+      // Cancelled from its page before it started: refunded, and the page and the quota say so.
+      await page.goto(`${hub.url}/runs/${run.id}`);
+      await page.getByTestId('cancel-run').click();
+      await page.getByTestId('cancel-reason').fill('no torch on this machine');
+      await page.getByTestId('confirm-cancel').click();
+      const refunded = page.getByTestId('run-refunded');
+      await refunded.waitFor({ timeout: 20_000 });
+      expect(await refunded.textContent()).toContain('does not count against your daily limit');
+      const quota = await (await fetch(`${hub.url}/api/quota?benchmark=recurrence-cpu`, { headers })).json();
+      expect(quota).toEqual([
+        expect.objectContaining({ bucket: 'practice', used: 0, refunded: 1, remaining: 200 }),
+      ]);
     } finally {
       await browser.close();
     }
