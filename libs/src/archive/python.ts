@@ -173,8 +173,14 @@ const OPERATORS = [
   '=',
 ];
 
+/** Operators by their first character, longest first. */
+const OPERATORS_BY_CHAR = new Map<string, string[]>();
+for (const o of OPERATORS) OPERATORS_BY_CHAR.set(o[0], [...(OPERATORS_BY_CHAR.get(o[0]) ?? []), o]);
+
 const ID_START = /[\p{L}\p{Nl}_\u2118\u212e]/u;
 const ID_CONTINUE = /[\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}_\u00b7\u0387\u1369-\u1371\u19da\u2118\u212e]/u;
+/** The rest of an identifier, read at once (sticky). */
+const ID_REST = new RegExp(`${ID_CONTINUE.source}*`, 'uy');
 const STRING_PREFIX = /^(?:[rR][bBfF]?|[bBfF][rR]?|[uU])$/;
 const NUMBER =
   /^(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|(?:(?:\d(?:_?\d)*)?\.\d(?:_?\d)*|\d(?:_?\d)*\.?)(?:[eE][+-]?\d(?:_?\d)*)?[jJ]?)/;
@@ -360,11 +366,10 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
       }
       if (ID_START.test(c) || (c >= '\ud800' && c <= '\udbff' && ID_START.test(text.slice(pos, pos + 2)))) {
         let j = pos + (c >= '\ud800' && c <= '\udbff' ? 2 : 1);
-        while (j < text.length) {
-          const cp = text.codePointAt(j)!;
-          const chs = String.fromCodePoint(cp);
-          if (!ID_CONTINUE.test(chs)) break;
-          j += chs.length;
+        if (j < text.length) {
+          ID_REST.lastIndex = j;
+          const rest = ID_REST.exec(text);
+          if (rest) j += rest[0].length;
         }
         push({ type: 'name', value: text.slice(pos, j), line: lineNo, col });
         pos = j;
@@ -394,7 +399,7 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
         pos += num.length;
         continue;
       }
-      const op = OPERATORS.find((o) => text.startsWith(o, pos));
+      const op = OPERATORS_BY_CHAR.get(c)?.find((o) => text.startsWith(o, pos));
       if (!op) {
         if (c === '!' || c === '$' || c === '?' || c === '`')
           throw new SyntaxFail(lineNo, col, 'invalid syntax');
