@@ -598,9 +598,9 @@ class Parser {
     if (t.type === 'name') {
       switch (t.value) {
         case 'def':
-          return this.funcDef(false, false);
+          return this.funcDef(false);
         case 'class':
-          return this.classDef(false);
+          return this.classDef();
         case 'if':
           return this.ifStmt();
         case 'while':
@@ -615,7 +615,7 @@ class Parser {
           const n = this.peek();
           if (this.isKw('def', n)) {
             this.p += 1;
-            return this.funcDef(false, true);
+            return this.funcDef(false);
           }
           if (this.isKw('with', n)) {
             this.p += 1;
@@ -845,16 +845,16 @@ class Parser {
       if (this.cur().type !== 'newline') this.fail();
       this.p += 1;
     }
-    if (this.isKw('def')) return this.funcDef(true, false);
+    if (this.isKw('def')) return this.funcDef(true);
     if (this.isKw('async') && this.isKw('def', this.peek())) {
       this.p += 1;
-      return this.funcDef(true, true);
+      return this.funcDef(true);
     }
-    if (this.isKw('class')) return this.classDef(true);
+    if (this.isKw('class')) return this.classDef();
     this.fail();
   }
 
-  private funcDef(decorated: boolean, _async: boolean): void {
+  private funcDef(decorated: boolean): void {
     const start = this.t;
     this.expectKw('def');
     const nameTok = this.name();
@@ -868,7 +868,7 @@ class Parser {
     this.withScope({ func: true, moduleLevel: false }, () => this.block());
   }
 
-  private classDef(_decorated: boolean): void {
+  private classDef(): void {
     const start = this.t;
     this.expectKw('class');
     const nameTok = this.name();
@@ -1096,17 +1096,10 @@ class Parser {
       return;
     }
     if (t.type === 'name' && !KEYWORDS.has(t.value)) {
+      // A capture name, a dotted value, or a class pattern.
       this.p += 1;
-      let dotted = false;
-      while (this.acceptOp('.')) {
-        this.name();
-        dotted = true;
-      }
-      if (this.acceptOp('(')) {
-        this.classPatternArgs();
-        return;
-      }
-      void dotted;
+      while (this.acceptOp('.')) this.name();
+      if (this.acceptOp('(')) this.classPatternArgs();
       return;
     }
     if (this.acceptOp('(')) {
@@ -1194,7 +1187,6 @@ class Parser {
     let sawKwargs = false;
     let sawSlash = false;
     let sawDefault = false;
-    let afterStarParams = 0;
     while (!this.isOp(close)) {
       if (sawKwargs) this.fail(this.t, 'arguments cannot follow var-keyword argument');
       if (this.isOp('/')) {
@@ -1238,12 +1230,10 @@ class Parser {
         } else if (sawDefault && !sawStar) {
           this.fail(n, 'non-default argument follows default argument');
         }
-        if (sawStar) afterStarParams += 1;
-        else positional.push(n.value);
+        if (!sawStar) positional.push(n.value);
       }
       if (!this.acceptOp(',')) break;
     }
-    void afterStarParams;
     return { positional, defaults, varargs };
   }
 
