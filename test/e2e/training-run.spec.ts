@@ -253,7 +253,14 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
     // The system python3 without site-packages: the standard library only, no torch.
     const noTorch = path.join(dir, 'python3-without-torch');
     writeFileSync(noTorch, '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n', { mode: 0o755 });
-    hub = await startQuickstart({ env: { HARNESS_PYTHON: noTorch, ADMIN_LOGINS: 'no-torch' } });
+    // The definition as checked in, with a short noCapableAgentHintSeconds so the hint to cancel shows.
+    const benchmarks = path.join(dir, 'benchmarks');
+    cpSync(path.join(ROOT, 'config/benchmarks'), benchmarks, { recursive: true });
+    const file = path.join(benchmarks, 'recurrence-cpu.yaml');
+    writeFileSync(file, stringify({ ...parse(readFileSync(file, 'utf8')), noCapableAgentHintSeconds: 3 }));
+    hub = await startQuickstart({
+      env: { HARNESS_PYTHON: noTorch, ADMIN_LOGINS: 'no-torch', BENCHMARKS_DIR: benchmarks },
+    });
   });
   afterAll(async () => {
     await hub?.close();
@@ -298,9 +305,13 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
         fullPage: true,
       });
 
-      // Cancelled from its page before it started: refunded, and the page and the quota say so.
+      // No capable agent for longer than the definition's hint: the page suggests cancelling, and a
+      // cancel before the start is refunded; the page and the quota say so.
       await page.goto(`${hub.url}/runs/${run.id}`);
-      await page.getByTestId('cancel-run').click();
+      const hint = page.getByTestId('run-suggest-cancel');
+      await hint.waitFor({ timeout: 30_000 });
+      expect(await hint.textContent()).toContain('a run canceled before it starts is refunded');
+      await hint.getByRole('button', { name: 'Cancel run' }).click();
       await page.getByTestId('cancel-reason').fill('no torch on this machine');
       await page.getByTestId('confirm-cancel').click();
       const refunded = page.getByTestId('run-refunded');
