@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm start`: the hub (API + web on http://localhost:3000, embedded Postgres unless DATABASE_URL)
-// and a local agent that runs CPU benchmarks such as toy-decode. Ctrl-C stops both.
+// and a local agent that runs the CPU benchmarks: toy-decode, and recurrence-cpu when its Python has
+// torch. Ctrl-C stops both.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';

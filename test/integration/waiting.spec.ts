@@ -145,6 +145,24 @@ describe('why a queued run waits: GET /api/runs/:id waiting, and the organizer q
     expect(w4.position).toBe(2);
     expect(w4.reason).toMatch(/busy \(cpu-box, toy-box\)\. #2 in line\.$/);
     expect(w4.etaSeconds!).toBeGreaterThanOrEqual(eta3);
+
+    // Three recent runs of 60 s each: the estimate rests on them and stops being a guess.
+    const sub2 = await alice.upload(await toyStarter());
+    for (let i = 0; i < 3; i++) {
+      const done = await alice.startRun(sub2);
+      await hub.dataSource.query(
+        `UPDATE runs SET status = 'succeeded', score = 100, assigned_at = now() - interval '100 seconds',
+                started_at = now() - interval '99 seconds', finished_at = now() - interval '40 seconds'
+          WHERE id = $1 AND status = 'queued'`,
+        [done.id],
+      );
+    }
+    const measured = (await alice.run(fourth.id)).waiting!;
+    expect(measured.etaIsGuess).toBe(false);
+    // Both slots free about 60 s after their runs were assigned; #2 in line takes the second one.
+    expect(measured.etaSeconds!).toBeGreaterThan(30);
+    expect(measured.etaSeconds!).toBeLessThanOrEqual(60);
+
     const queue = await org.get('/api/admin/queue');
     expect(queue.body.find((q: { benchmarkId: string }) => q.benchmarkId === 'toy-decode')).toMatchObject({
       queued: 2,

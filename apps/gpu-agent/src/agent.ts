@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import type { AgentConfig } from './config';
-import { detectGpu } from './config';
+import { cannotRunKinds, detectGpu } from './config';
 import { RunExecutor } from './run-executor';
 
 const ACK_TIMEOUT_MS = 15_000;
@@ -96,8 +96,11 @@ export class Agent {
       ),
       agentVersion: version(path.resolve(__dirname, '..', 'package.json'), /"version":\s*"([^"]+)"/, '0.0.0'),
       benchmarks: config.benchmarks,
-      cannotRun: {},
+      // A replaced harness command (tests, other evaluators) brings its own interpreter.
+      cannotRun: config.harness.command ? {} : cannotRunKinds(config.harness.python),
     };
+    for (const [kind, why] of Object.entries(this.capabilities.cannotRun))
+      this.log(`${kind} benchmarks are off on this agent: ${why}`);
   }
 
   get activeRunIds(): string[] {

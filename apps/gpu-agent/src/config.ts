@@ -179,6 +179,30 @@ export function detectGpu(): { model: string | null; count: number; driver: stri
 
 const pythonCache = new Map<string, boolean>();
 
+function canImport(python: string, needs: string[]): boolean {
+  const key = `${python}|${needs.join(',')}`;
+  let ok = pythonCache.get(key);
+  if (ok === undefined) {
+    const code = needs.length ? `import ${needs.join(', ')}` : 'import sys';
+    ok = spawnSync(python, ['-c', code], { stdio: 'ignore', timeout: 60_000 }).status === 0;
+    pythonCache.set(key, ok);
+  }
+  return ok;
+}
+
+/**
+ * Benchmark kinds this box cannot run although its hardware may fit, with what to do about it: the
+ * training harness needs torch, which the quick start does not promise. The hub then gives this
+ * agent no such run, and a run waiting for one says what to install.
+ */
+export function cannotRunKinds(configured: string | undefined): Record<string, string> {
+  const python = pickPython(configured, ['torch']);
+  if (canImport(python, ['torch'])) return {};
+  return {
+    training: `${python} cannot import torch, which the training harness needs: install it (apt-get install python3-torch on Debian or Ubuntu) or set HARNESS_PYTHON to a Python that has torch, then restart the agent.`,
+  };
+}
+
 /**
  * The interpreter for a benchmark: HARNESS_PYTHON (or the config's) when set, else the first of
  * /usr/bin/python3 and python3 that can import what the benchmark needs. The pyenv python3 on PATH
@@ -188,14 +212,7 @@ export function pickPython(configured: string | undefined, needs: string[]): str
   if (configured) return configured;
   for (const candidate of ['/usr/bin/python3', 'python3']) {
     if (candidate.startsWith('/') && !existsSync(candidate)) continue;
-    const key = `${candidate}|${needs.join(',')}`;
-    let ok = pythonCache.get(key);
-    if (ok === undefined) {
-      const code = needs.length ? `import ${needs.join(', ')}` : 'import sys';
-      ok = spawnSync(candidate, ['-c', code], { stdio: 'ignore', timeout: 60_000 }).status === 0;
-      pythonCache.set(key, ok);
-    }
-    if (ok) return candidate;
+    if (canImport(candidate, needs)) return candidate;
   }
   return '/usr/bin/python3';
 }

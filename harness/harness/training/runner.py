@@ -277,7 +277,7 @@ class _Runner:
         spec = self.spec
         self.validate_submission()
         self.events.log(
-            f"deep-recurrence {spec.tier}"
+            f"{spec.benchmark} {spec.tier}"
             + (f"/{spec.dataset}" if spec.dataset else "")
             + f": training allowance {spec.training_budget:.1f}s (grace {spec.grace_seconds:.1f}s), "
             f"evaluation budget {spec.eval_budget:.1f}s, device {spec.device}"

@@ -173,8 +173,14 @@ const OPERATORS = [
   '=',
 ];
 
+/** Operators by their first character, longest first. */
+const OPERATORS_BY_CHAR = new Map<string, string[]>();
+for (const o of OPERATORS) OPERATORS_BY_CHAR.set(o[0], [...(OPERATORS_BY_CHAR.get(o[0]) ?? []), o]);
+
 const ID_START = /[\p{L}\p{Nl}_\u2118\u212e]/u;
 const ID_CONTINUE = /[\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}_\u00b7\u0387\u1369-\u1371\u19da\u2118\u212e]/u;
+/** The rest of an identifier, read at once (sticky). */
+const ID_REST = new RegExp(`${ID_CONTINUE.source}*`, 'uy');
 const STRING_PREFIX = /^(?:[rR][bBfF]?|[bBfF][rR]?|[uU])$/;
 const NUMBER =
   /^(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|(?:(?:\d(?:_?\d)*)?\.\d(?:_?\d)*|\d(?:_?\d)*\.?)(?:[eE][+-]?\d(?:_?\d)*)?[jJ]?)/;
@@ -360,11 +366,10 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
       }
       if (ID_START.test(c) || (c >= '\ud800' && c <= '\udbff' && ID_START.test(text.slice(pos, pos + 2)))) {
         let j = pos + (c >= '\ud800' && c <= '\udbff' ? 2 : 1);
-        while (j < text.length) {
-          const cp = text.codePointAt(j)!;
-          const chs = String.fromCodePoint(cp);
-          if (!ID_CONTINUE.test(chs)) break;
-          j += chs.length;
+        if (j < text.length) {
+          ID_REST.lastIndex = j;
+          const rest = ID_REST.exec(text);
+          if (rest) j += rest[0].length;
         }
         push({ type: 'name', value: text.slice(pos, j), line: lineNo, col });
         pos = j;
@@ -394,7 +399,7 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
         pos += num.length;
         continue;
       }
-      const op = OPERATORS.find((o) => text.startsWith(o, pos));
+      const op = OPERATORS_BY_CHAR.get(c)?.find((o) => text.startsWith(o, pos));
       if (!op) {
         if (c === '!' || c === '$' || c === '?' || c === '`')
           throw new SyntaxFail(lineNo, col, 'invalid syntax');
@@ -593,9 +598,9 @@ class Parser {
     if (t.type === 'name') {
       switch (t.value) {
         case 'def':
-          return this.funcDef(false, false);
+          return this.funcDef(false);
         case 'class':
-          return this.classDef(false);
+          return this.classDef();
         case 'if':
           return this.ifStmt();
         case 'while':
@@ -610,7 +615,7 @@ class Parser {
           const n = this.peek();
           if (this.isKw('def', n)) {
             this.p += 1;
-            return this.funcDef(false, true);
+            return this.funcDef(false);
           }
           if (this.isKw('with', n)) {
             this.p += 1;
@@ -840,16 +845,16 @@ class Parser {
       if (this.cur().type !== 'newline') this.fail();
       this.p += 1;
     }
-    if (this.isKw('def')) return this.funcDef(true, false);
+    if (this.isKw('def')) return this.funcDef(true);
     if (this.isKw('async') && this.isKw('def', this.peek())) {
       this.p += 1;
-      return this.funcDef(true, true);
+      return this.funcDef(true);
     }
-    if (this.isKw('class')) return this.classDef(true);
+    if (this.isKw('class')) return this.classDef();
     this.fail();
   }
 
-  private funcDef(decorated: boolean, _async: boolean): void {
+  private funcDef(decorated: boolean): void {
     const start = this.t;
     this.expectKw('def');
     const nameTok = this.name();
@@ -863,7 +868,7 @@ class Parser {
     this.withScope({ func: true, moduleLevel: false }, () => this.block());
   }
 
-  private classDef(_decorated: boolean): void {
+  private classDef(): void {
     const start = this.t;
     this.expectKw('class');
     const nameTok = this.name();
@@ -1091,17 +1096,10 @@ class Parser {
       return;
     }
     if (t.type === 'name' && !KEYWORDS.has(t.value)) {
+      // A capture name, a dotted value, or a class pattern.
       this.p += 1;
-      let dotted = false;
-      while (this.acceptOp('.')) {
-        this.name();
-        dotted = true;
-      }
-      if (this.acceptOp('(')) {
-        this.classPatternArgs();
-        return;
-      }
-      void dotted;
+      while (this.acceptOp('.')) this.name();
+      if (this.acceptOp('(')) this.classPatternArgs();
       return;
     }
     if (this.acceptOp('(')) {
@@ -1189,7 +1187,6 @@ class Parser {
     let sawKwargs = false;
     let sawSlash = false;
     let sawDefault = false;
-    let afterStarParams = 0;
     while (!this.isOp(close)) {
       if (sawKwargs) this.fail(this.t, 'arguments cannot follow var-keyword argument');
       if (this.isOp('/')) {
@@ -1233,12 +1230,10 @@ class Parser {
         } else if (sawDefault && !sawStar) {
           this.fail(n, 'non-default argument follows default argument');
         }
-        if (sawStar) afterStarParams += 1;
-        else positional.push(n.value);
+        if (!sawStar) positional.push(n.value);
       }
       if (!this.acceptOp(',')) break;
     }
-    void afterStarParams;
     return { positional, defaults, varargs };
   }
 
