@@ -41,6 +41,19 @@ GIB = 1 << 30
 ROLE_UID_OFFSET = {"baseline": 0, "candidate": 1, "training": 1}
 
 
+#: Told when an untrusted child starts or stops: __main__ forwards it to the agent as a "child"
+#: event (the agent blames a harness that dies while the candidate runs on the candidate).
+observer = None
+
+
+def notify(role: str, state: str) -> None:
+    if observer is not None:
+        try:
+            observer(role, state)
+        except Exception:
+            pass
+
+
 class JailError(Exception):
     """The sandbox could not be built: the evaluator's fault, never the engine's."""
 
@@ -282,6 +295,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
     if not enabled():
         proc = subprocess.Popen(cmd, cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
                                 start_new_session=True, env=env)
+        notify(role, "started")
         return proc, None
     limits = limits_for(role, memory_limit)
     program = seccomp_program()
@@ -320,6 +334,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
             code = None
         why = data.decode("utf-8", "replace").strip() or f"bubblewrap exited with code {code}; its message is in the run log"
         raise JailError(f"The evaluator could not build the engine's sandbox: {why}")
+    notify(role, "started")
     return proc, limits
 
 

@@ -178,4 +178,28 @@ raise RuntimeError("ATTACK WORKED: 256 MiB written")
     const clean = await run('');
     expect(clean.done.status, clean.why).toBe('succeeded');
   });
+
+  it.skipIf(!ok)(
+    "a harness that dies without a verdict is the candidate's failure only while the candidate runs",
+    async () => {
+      // Stand-in harnesses (harness.command): each says which child runs, then dies without a verdict.
+      const dies = (role: string) =>
+        `import json, os, sys; os.write(int(sys.argv[1]), (json.dumps({"type": "child", "role": "${role}", "state": "started"}) + "\\n").encode()); os._exit(1)`;
+      const verdictWhile = async (role: string) => {
+        await stopProc(agent, 'SIGKILL');
+        agent = spawnAgent({
+          apiUrl: api.url,
+          token: (await HttpUser.signIn(api.url, 'org').then((o) => o.createAgent(`box-${role}`))).token,
+          dir: path.join(dataDir, `agent-${role}`),
+          config: { harness: { command: ['{python}', '-c', dies(role), '{eventsFd}'] } },
+        });
+        return (await run('')).done;
+      };
+      const candidate = await verdictWhile('candidate');
+      expect(candidate.failureCode, JSON.stringify(candidate)).toBe('candidate_error');
+      expect(candidate.message).toContain('while your engine was running');
+      const baseline = await verdictWhile('baseline');
+      expect(baseline.failureCode, JSON.stringify(baseline)).toBe('harness_error');
+    },
+  );
 });

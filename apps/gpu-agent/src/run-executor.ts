@@ -1,4 +1,4 @@
-import { HarnessEvent } from '@dryft/libs';
+import { HarnessChildEvent, HarnessEvent } from '@dryft/libs';
 import type { HarnessResultEvent, HarnessSpec, RunAssign, RunFinished } from '@dryft/libs';
 import { validateArchive } from '@dryft/libs/node';
 import * as pty from 'node-pty';
@@ -77,6 +77,8 @@ export class RunExecutor {
   private proc?: pty.IPty;
   private events?: net.Server;
   private harnessResult: HarnessResultEvent | null = null;
+  /** The candidate's (or training) child was running when the harness last said anything. */
+  private untrustedRunning = false;
   private partial = '';
   readonly done: Promise<void>;
   private resolveDone!: () => void;
@@ -415,6 +417,12 @@ export class RunExecutor {
       this.note('ignored a harness event that is not JSON');
       return;
     }
+    const child = HarnessChildEvent.safeParse(json);
+    if (child.success) {
+      // Kept here, never forwarded: who is blamed if the harness dies without a verdict.
+      if (child.data.role !== 'baseline') this.untrustedRunning = child.data.state === 'started';
+      return;
+    }
     const parsed = HarnessEvent.safeParse(json);
     if (!parsed.success) {
       this.note(`ignored a malformed harness event: ${parsed.error.issues[0]?.message ?? ''}`);
@@ -479,11 +487,19 @@ export class RunExecutor {
         verdict =
           preparationFailure ??
           this.harnessResult ??
-          result(
-            'failed',
-            'harness_error',
-            `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`,
-          );
+          (this.untrustedRunning
+            ? // The trusted side died while the submission's code ran (and only then): the engine
+              // is held responsible, as for any other way it makes the evaluation impossible.
+              result(
+                'failed',
+                'candidate_error',
+                `The evaluator was ended while your engine was running (exit ${exitCode ?? 'by signal'}), without a verdict: your engine is held responsible (it may have exhausted the machine's memory or attacked the evaluator).`,
+              )
+            : result(
+                'failed',
+                'harness_error',
+                `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`,
+              ));
     }
     if (this.stopReason === 'lost') return; // the server already has the final state
     await this.outbox.drained();
