@@ -251,9 +251,13 @@ def limits_for(role: str, memory_limit: Optional[int]) -> JailLimits:
     )
 
 
-def child_env(env: dict) -> dict:
-    """The child's environment: the parent's, less the jail's settings."""
-    return {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
+def child_env(env: dict, workdir: str) -> dict:
+    """The child's environment: the parent's, less the jail's settings; HOME is its own workspace
+    (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs)."""
+    out = {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
+    out["HOME"] = os.path.abspath(workdir)
+    out["TMPDIR"] = "/tmp"
+    return out
 
 
 def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int) -> list[str]:
@@ -308,7 +312,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         proc = subprocess.Popen(
             jail_command(cmd, cwd, limits, sec_r, ready_w),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
-            start_new_session=True, env=child_env(env),
+            start_new_session=True, env=child_env(env, cwd),
         )
     except OSError as exc:
         raise JailError(f"could not start bubblewrap for the engine's sandbox: {exc}")

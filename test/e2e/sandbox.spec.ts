@@ -103,7 +103,12 @@ _probe("hub-data", lambda: _os.listdir(${JSON.stringify(path.join(ROOT, '.data')
 _probe("pg-socket", lambda: [_unix(p) for p in _nonempty(_g.glob("/tmp/.s.PGSQL.*") + _g.glob("/var/run/postgresql/.s.PGSQL.*") + _g.glob("/run/postgresql/.s.PGSQL.*") + _g.glob(${JSON.stringify(ROOT)} + "/.data/**/.s.PGSQL.*", recursive=True))])
 _probe("pg-tcp", lambda: _s.create_connection(("127.0.0.1", 5432), timeout=2) and "connected")
 _probe("sandbox-cmdline", lambda: _nonempty([w for w in ("bwrap", "spec.json", "private", "--ro-bind") if w in open("/proc/1/cmdline").read()]))
-_probe("parent-mem", lambda: open(f"/proc/{_nonempty(_os.getppid())}/mem", "rb").read(1))
+def _mem(pid):
+    start = int(open(f"/proc/{pid}/maps").readline().split("-")[0], 16)
+    with open(f"/proc/{pid}/mem", "rb") as m:
+        m.seek(start)
+        return len(m.read(4096))
+_probe("parent-mem", lambda: _mem(_nonempty(_os.getppid())))
 _probe("parent-environ", lambda: open(f"/proc/{_nonempty(_os.getppid())}/environ", "rb").read(200))
 `);
       const probes = r.logs.filter((l) => l.startsWith('PROBE '));

@@ -312,7 +312,8 @@ export class RunExecutor {
     const command = [python, '-I', wrapperCopy, socketPath, String(EVENTS_FD), ...harnessCmd];
     const env: Record<string, string> = {
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      HOME: inside.workspace,
+      // The harness's own HOME: writable (its /tmp); each engine child gets its workspace as HOME.
+      HOME: this.host.sandboxed ? '/tmp' : inside.workspace,
       TMPDIR: '/tmp',
       LANG: 'C.UTF-8',
       PYTHONPATH: config.harness.dir!,
