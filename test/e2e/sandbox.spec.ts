@@ -70,6 +70,19 @@ describe('the sandbox against hostile engines (through the real agent)', () => {
     }
   });
 
+  /** A fresh agent with these settings (the previous one stopped), and one run of a clean engine. */
+  const verdictWith = async (name: string, config: Record<string, unknown>) => {
+    await stopProc(agent, 'SIGKILL');
+    const org = await HttpUser.signIn(api.url, 'org');
+    agent = spawnAgent({
+      apiUrl: api.url,
+      token: (await org.createAgent(`box-${name}`)).token,
+      dir: path.join(dataDir, `agent-${name}`),
+      config,
+    });
+    return (await run('')).done;
+  };
+
   const run = async (prelude: string) => {
     const started = await owner.startRun(await owner.upload(await toyEngineWith(prelude)));
     const done = await owner.waitFor(started.id, terminal, 90_000);
@@ -190,21 +203,27 @@ raise RuntimeError("ATTACK WORKED: 256 MiB written")
       // Stand-in harnesses (harness.command): each says which child runs, then dies without a verdict.
       const dies = (role: string) =>
         `import json, os, sys; os.write(int(sys.argv[1]), (json.dumps({"type": "child", "role": "${role}", "state": "started"}) + "\\n").encode()); os._exit(1)`;
-      const verdictWhile = async (role: string) => {
-        await stopProc(agent, 'SIGKILL');
-        agent = spawnAgent({
-          apiUrl: api.url,
-          token: (await HttpUser.signIn(api.url, 'org').then((o) => o.createAgent(`box-${role}`))).token,
-          dir: path.join(dataDir, `agent-${role}`),
-          config: { harness: { command: ['{python}', '-c', dies(role), '{eventsFd}'] } },
-        });
-        return (await run('')).done;
-      };
+      const verdictWhile = async (role: string) =>
+        verdictWith(role, { harness: { command: ['{python}', '-c', dies(role), '{eventsFd}'] } });
       const candidate = await verdictWhile('candidate');
       expect(candidate.failureCode, JSON.stringify(candidate)).toBe('candidate_error');
       expect(candidate.message).toContain('while your engine was running');
       const baseline = await verdictWhile('baseline');
       expect(baseline.failureCode, JSON.stringify(baseline)).toBe('harness_error');
+    },
+  );
+
+  it.skipIf(!ok)(
+    'a model setting that would mount the whole filesystem or the checkout is refused: infra_error, no hang',
+    async () => {
+      for (const [name, where] of [
+        ['root', '/'],
+        ['checkout', ROOT],
+      ]) {
+        const done = await verdictWith(`model-${name}`, { models: { 'toy-decode': where } });
+        expect(done.failureCode, JSON.stringify(done)).toBe('infra_error');
+        expect(done.message).toContain(`refusing to mount ${where}`);
+      }
     },
   );
 });

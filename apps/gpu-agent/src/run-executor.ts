@@ -122,10 +122,20 @@ export class RunExecutor {
         if (await this.host.handback(this.runId, 'the agent is shutting down')) return;
       }
       let exitCode: number | null = null;
+      let startFailure: HarnessResultEvent | null = null;
       if (prepared && !this.stopReason) {
         await this.host.started(this.runId).catch(() => undefined);
         this.phase = 'running';
-        exitCode = await this.runHarness(prepared);
+        // The sandbox may be refused (a mount that holds the hub's data, say): a verdict, not a hang.
+        exitCode = await this.runHarness(prepared).catch((err: Error) => {
+          this.note(`could not start the evaluator: ${err.message}`);
+          startFailure = result(
+            'failed',
+            'infra_error',
+            `The GPU agent could not start the evaluator: ${err.message}`,
+          );
+          return null;
+        });
       }
       this.phase = 'finishing';
       this.flushPartial();
@@ -133,7 +143,7 @@ export class RunExecutor {
       await this.report(
         prepared === null && !this.stopReason
           ? result('failed', 'infra_error', 'The GPU agent could not prepare this run; retry once.')
-          : null,
+          : startFailure,
         exitCode,
       );
     } catch (err) {
