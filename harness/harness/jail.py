@@ -315,6 +315,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
             start_new_session=True, env=child_env(env, cwd),
         )
     except OSError as exc:
+        os.close(ready_r)
         raise JailError(f"could not start bubblewrap for the engine's sandbox: {exc}")
     finally:
         for fd in (sec_r, sec_w, ready_w):
