@@ -8,6 +8,7 @@ import sys
 import traceback
 
 from .events import EventWriter
+from . import jail
 from .jail import make_parent_undumpable
 
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     make_parent_undumpable()
 
     events = EventWriter(args.events_fd)
+    # The agent learns when the candidate's child runs (see jail.notify); nothing after the verdict.
+    jail.observer = lambda role, state: None if events.result_sent else events.emit({"type": "child", "role": role, "state": state})
     try:
         try:
             with open(args.spec, encoding="utf-8") as fh:

@@ -148,6 +148,7 @@ class EngineProcess:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill("stop")
+        jail.notify(self.role, "stopped")
         if self.monitor is not None:
             self.monitor.stop()
         if self.channel is not None:

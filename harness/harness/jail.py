@@ -41,6 +41,19 @@ GIB = 1 << 30
 ROLE_UID_OFFSET = {"baseline": 0, "candidate": 1, "training": 1}
 
 
+#: Told when an untrusted child starts or stops: __main__ forwards it to the agent as a "child"
+#: event (the agent blames a harness that dies while the candidate runs on the candidate).
+observer = None
+
+
+def notify(role: str, state: str) -> None:
+    if observer is not None:
+        try:
+            observer(role, state)
+        except Exception:
+            pass
+
+
 class JailError(Exception):
     """The sandbox could not be built: the evaluator's fault, never the engine's."""
 
@@ -238,9 +251,13 @@ def limits_for(role: str, memory_limit: Optional[int]) -> JailLimits:
     )
 
 
-def child_env(env: dict) -> dict:
-    """The child's environment: the parent's, less the jail's settings."""
-    return {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
+def child_env(env: dict, workdir: str) -> dict:
+    """The child's environment: the parent's, less the jail's settings; HOME is its own workspace
+    (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs)."""
+    out = {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
+    out["HOME"] = os.path.abspath(workdir)
+    out["TMPDIR"] = "/tmp"
+    return out
 
 
 def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int) -> list[str]:
@@ -282,6 +299,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
     if not enabled():
         proc = subprocess.Popen(cmd, cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
                                 start_new_session=True, env=env)
+        notify(role, "started")
         return proc, None
     limits = limits_for(role, memory_limit)
     program = seccomp_program()
@@ -294,9 +312,10 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         proc = subprocess.Popen(
             jail_command(cmd, cwd, limits, sec_r, ready_w),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
-            start_new_session=True, env=child_env(env),
+            start_new_session=True, env=child_env(env, cwd),
         )
     except OSError as exc:
+        os.close(ready_r)
         raise JailError(f"could not start bubblewrap for the engine's sandbox: {exc}")
     finally:
         for fd in (sec_r, sec_w, ready_w):
@@ -320,6 +339,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
             code = None
         why = data.decode("utf-8", "replace").strip() or f"bubblewrap exited with code {code}; its message is in the run log"
         raise JailError(f"The evaluator could not build the engine's sandbox: {why}")
+    notify(role, "started")
     return proc, limits
 
 

@@ -63,6 +63,8 @@ def check_event(e: dict) -> None:
         assert isinstance(e.get("detail", ""), str)
     elif t == "metric":
         pass
+    elif t == "child":  # for the agent only (HarnessChildEvent)
+        assert e["role"] in ("baseline", "candidate", "training") and e["state"] in ("started", "stopped") and len(e) == 3
     else:
         raise AssertionError(f"unknown event {e}")
 

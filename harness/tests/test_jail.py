@@ -282,6 +282,17 @@ def test_disk_exhaustion_hits_the_workspace_limit(tmp_path, make_engine, jailed,
     assert not (d / "fill").exists()  # the host folder was never written
 
 
+def test_opening_files_without_end_hits_the_open_file_limit(tmp_path, make_engine, jailed):
+    jailed.setenv("DRYFT_JAIL_NOFILE", "64")
+    d = engine_with(make_engine, """
+        held = [open("/dev/null") for _ in range(5000)]
+        raise RuntimeError(f"ATTACK WORKED: {len(held)} files open")
+    """)
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "candidate_error", res
+    assert "open file limit was reached (limit 64)" in res["message"], res
+
+
 def test_a_sandbox_that_cannot_be_built_is_the_evaluators_failure(tmp_path, make_engine, jailed):
     jailed.setenv("DRYFT_JAIL_BWRAP", "/nonexistent/bwrap")
     d = engine_with(make_engine, "pass")

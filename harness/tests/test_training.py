@@ -80,6 +80,8 @@ def check_event(ev: dict) -> None:
         assert ev["failureCode"] is None or ev["failureCode"] in FAILURE_CODES
         assert isinstance(ev["message"], str) and isinstance(ev["workloads"], list)
         assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["metrics"].values())
+    elif t == "child":  # for the agent only (HarnessChildEvent)
+        assert ev["role"] == "training" and ev["state"] in ("started", "stopped")
     else:
         raise AssertionError(f"unexpected event type {t}")
 

@@ -70,6 +70,19 @@ describe('the sandbox against hostile engines (through the real agent)', () => {
     }
   });
 
+  /** A fresh agent with these settings (the previous one stopped), and one run of a clean engine. */
+  const verdictWith = async (name: string, config: Record<string, unknown>) => {
+    await stopProc(agent, 'SIGKILL');
+    const org = await HttpUser.signIn(api.url, 'org');
+    agent = spawnAgent({
+      apiUrl: api.url,
+      token: (await org.createAgent(`box-${name}`)).token,
+      dir: path.join(dataDir, `agent-${name}`),
+      config,
+    });
+    return (await run('')).done;
+  };
+
   const run = async (prelude: string) => {
     const started = await owner.startRun(await owner.upload(await toyEngineWith(prelude)));
     const done = await owner.waitFor(started.id, terminal, 90_000);
@@ -103,7 +116,12 @@ _probe("hub-data", lambda: _os.listdir(${JSON.stringify(path.join(ROOT, '.data')
 _probe("pg-socket", lambda: [_unix(p) for p in _nonempty(_g.glob("/tmp/.s.PGSQL.*") + _g.glob("/var/run/postgresql/.s.PGSQL.*") + _g.glob("/run/postgresql/.s.PGSQL.*") + _g.glob(${JSON.stringify(ROOT)} + "/.data/**/.s.PGSQL.*", recursive=True))])
 _probe("pg-tcp", lambda: _s.create_connection(("127.0.0.1", 5432), timeout=2) and "connected")
 _probe("sandbox-cmdline", lambda: _nonempty([w for w in ("bwrap", "spec.json", "private", "--ro-bind") if w in open("/proc/1/cmdline").read()]))
-_probe("parent-mem", lambda: open(f"/proc/{_nonempty(_os.getppid())}/mem", "rb").read(1))
+def _mem(pid):
+    start = int(open(f"/proc/{pid}/maps").readline().split("-")[0], 16)
+    with open(f"/proc/{pid}/mem", "rb") as m:
+        m.seek(start)
+        return len(m.read(4096))
+_probe("parent-mem", lambda: _mem(_nonempty(_os.getppid())))
 _probe("parent-environ", lambda: open(f"/proc/{_nonempty(_os.getppid())}/environ", "rb").read(200))
 `);
       const probes = r.logs.filter((l) => l.startsWith('PROBE '));
@@ -178,4 +196,34 @@ raise RuntimeError("ATTACK WORKED: 256 MiB written")
     const clean = await run('');
     expect(clean.done.status, clean.why).toBe('succeeded');
   });
+
+  it.skipIf(!ok)(
+    "a harness that dies without a verdict is the candidate's failure only while the candidate runs",
+    async () => {
+      // Stand-in harnesses (harness.command): each says which child runs, then dies without a verdict.
+      const dies = (role: string) =>
+        `import json, os, sys; os.write(int(sys.argv[1]), (json.dumps({"type": "child", "role": "${role}", "state": "started"}) + "\\n").encode()); os._exit(1)`;
+      const verdictWhile = async (role: string) =>
+        verdictWith(role, { harness: { command: ['{python}', '-c', dies(role), '{eventsFd}'] } });
+      const candidate = await verdictWhile('candidate');
+      expect(candidate.failureCode, JSON.stringify(candidate)).toBe('candidate_error');
+      expect(candidate.message).toContain('while your engine was running');
+      const baseline = await verdictWhile('baseline');
+      expect(baseline.failureCode, JSON.stringify(baseline)).toBe('harness_error');
+    },
+  );
+
+  it.skipIf(!ok)(
+    'a model setting that would mount the whole filesystem or the checkout is refused: infra_error, no hang',
+    async () => {
+      for (const [name, where] of [
+        ['root', '/'],
+        ['checkout', ROOT],
+      ]) {
+        const done = await verdictWith(`model-${name}`, { models: { 'toy-decode': where } });
+        expect(done.failureCode, JSON.stringify(done)).toBe('infra_error');
+        expect(done.message).toContain(`refusing to mount ${where}`);
+      }
+    },
+  );
 });

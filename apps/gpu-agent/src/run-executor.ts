@@ -1,4 +1,4 @@
-import { HarnessEvent } from '@dryft/libs';
+import { HarnessChildEvent, HarnessEvent } from '@dryft/libs';
 import type { HarnessResultEvent, HarnessSpec, RunAssign, RunFinished } from '@dryft/libs';
 import { validateArchive } from '@dryft/libs/node';
 import * as pty from 'node-pty';
@@ -78,6 +78,8 @@ export class RunExecutor {
   private proc?: pty.IPty;
   private events?: net.Server;
   private harnessResult: HarnessResultEvent | null = null;
+  /** The candidate's (or training) child was running when the harness last said anything. */
+  private untrustedRunning = false;
   private partial = '';
   /** Inside an over-long line that was already sent cut: its rest is skipped. */
   private cutLine = false;
@@ -124,10 +126,20 @@ export class RunExecutor {
         if (await this.host.handback(this.runId, 'the agent is shutting down')) return;
       }
       let exitCode: number | null = null;
+      let startFailure: HarnessResultEvent | null = null;
       if (prepared && !this.stopReason) {
         await this.host.started(this.runId).catch(() => undefined);
         this.phase = 'running';
-        exitCode = await this.runHarness(prepared);
+        // The sandbox may be refused (a mount that holds the hub's data, say): a verdict, not a hang.
+        exitCode = await this.runHarness(prepared).catch((err: Error) => {
+          this.note(`could not start the evaluator: ${err.message}`);
+          startFailure = result(
+            'failed',
+            'infra_error',
+            `The GPU agent could not start the evaluator: ${err.message}`,
+          );
+          return null;
+        });
       }
       this.phase = 'finishing';
       this.flushPartial();
@@ -136,7 +148,7 @@ export class RunExecutor {
       await this.report(
         prepared === null && !this.stopReason
           ? result('failed', 'infra_error', 'The GPU agent could not prepare this run; retry once.')
-          : null,
+          : startFailure,
         exitCode,
       );
     } catch (err) {
@@ -315,7 +327,8 @@ export class RunExecutor {
     const command = [python, '-I', wrapperCopy, socketPath, String(EVENTS_FD), ...harnessCmd];
     const env: Record<string, string> = {
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      HOME: inside.workspace,
+      // The harness's own HOME: writable (its /tmp); each engine child gets its workspace as HOME.
+      HOME: this.host.sandboxed ? '/tmp' : inside.workspace,
       TMPDIR: '/tmp',
       LANG: 'C.UTF-8',
       PYTHONPATH: config.harness.dir!,
@@ -420,6 +433,12 @@ export class RunExecutor {
       this.note('ignored a harness event that is not JSON');
       return;
     }
+    const child = HarnessChildEvent.safeParse(json);
+    if (child.success) {
+      // Kept here, never forwarded: who is blamed if the harness dies without a verdict.
+      if (child.data.role !== 'baseline') this.untrustedRunning = child.data.state === 'started';
+      return;
+    }
     const parsed = HarnessEvent.safeParse(json);
     if (!parsed.success) {
       this.note(`ignored a malformed harness event: ${parsed.error.issues[0]?.message ?? ''}`);
@@ -491,11 +510,19 @@ export class RunExecutor {
         verdict =
           preparationFailure ??
           this.harnessResult ??
-          result(
-            'failed',
-            'harness_error',
-            `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`,
-          );
+          (this.untrustedRunning
+            ? // The trusted side died while the submission's code ran (and only then): the engine
+              // is held responsible, as for any other way it makes the evaluation impossible.
+              result(
+                'failed',
+                'candidate_error',
+                `The evaluator was ended while your engine was running (exit ${exitCode ?? 'by signal'}), without a verdict: your engine is held responsible (it may have exhausted the machine's memory or attacked the evaluator).`,
+              )
+            : result(
+                'failed',
+                'harness_error',
+                `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`,
+              ));
     }
     if (this.stopReason === 'lost') return; // the server already has the final state
     await this.outbox.drained();

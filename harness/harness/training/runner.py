@@ -163,6 +163,7 @@ class _Runner:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pass
+        jail.notify("training", "stopped")
         for fd in (getattr(self, "to_child", None), getattr(getattr(self, "reader", None), "fd", None)):
             if fd is not None:
                 try:

@@ -127,6 +127,18 @@ export const HarnessResultEvent = z.object({
   indicative: z.boolean().optional(),
 });
 
+/**
+ * For the agent only (never forwarded to the hub): an untrusted child of the harness started or
+ * ended. A harness that dies without a verdict while the candidate's child runs is the candidate's
+ * failure (apps/gpu-agent/README.md, "Who is blamed").
+ */
+export const HarnessChildEvent = z.object({
+  type: z.literal('child'),
+  role: z.enum(['baseline', 'candidate', 'training']),
+  state: z.enum(['started', 'stopped']),
+});
+export type HarnessChildEvent = z.infer<typeof HarnessChildEvent>;
+
 export const HarnessEvent = z.discriminatedUnion('type', [
   HarnessLogEvent,
   HarnessSampleEvent,
