@@ -30,6 +30,8 @@ print(json.dumps(out))
 }
 
 const VALID: Record<string, string> = {
+  escapes_that_compile:
+    "a = '\\\\u' r'\\u' '\\d'\nb = b'\\u' b'\\N'\nc = '\\x41\\u00e9\\U0001F600\\N{BULLET}'\n",
   match:
     'match x:\n    case [1, *rest]:\n        pass\n    case {"a": b, **kw}:\n        pass\n    case Point(x=0) | None:\n        pass\n    case (1 | 2) as y if y > 1:\n        pass\n    case -1 | 1+2j | "s" | a.b.c:\n        pass\n    case _:\n        pass\n',
   match_tuple_subject: 'match a, b:\n    case 1, 2:\n        pass\n    case (x, *_):\n        pass\n',
@@ -92,6 +94,11 @@ const VALID: Record<string, string> = {
 };
 
 const INVALID: Record<string, string> = {
+  truncated_u_escape: "'''doc about \\ubmission'''\n",
+  truncated_x_escape: "a = 1\nb = '\\x4'\n",
+  bytes_x_escape: "b'\\xZZ'\n",
+  big_U_escape: "'\\U00110000'\n",
+  malformed_N_escape: "'\\N'\n",
   def_no_name: 'def (:\n    pass\n',
   unclosed_paren: 'x = foo(1, 2\ny = 3\n',
   unclosed_at_eof: 'x = [1, 2,\n',

@@ -344,6 +344,10 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
         }
         if (prefix.includes('b') && [...body].some((ch) => ch.charCodeAt(0) > 0x7f))
           throw new SyntaxFail(lineNo, col, 'bytes can only contain ASCII literal characters');
+        if (!raw) {
+          const bad = badEscape(body, prefix.includes('b'));
+          if (bad) throw new SyntaxFail(lineNo, col, bad);
+        }
         push({
           type: 'string',
           value: text.slice(pos, prefixEnd) + quote,
@@ -1736,6 +1740,36 @@ function namesOf(e: Expr): string[] {
   if (e.kind === 'starred') return namesOf(e.inner!);
   if (e.kind === 'tuple' || e.kind === 'list') return (e.elts ?? []).flatMap(namesOf);
   return [];
+}
+
+/**
+ * The escapes CPython refuses when it compiles a (non-raw) literal: a \\x without two hex digits, and
+ * in text (not bytes) a \\u / \\U without four / eight hex digits (or past U+10FFFF) and a \\N not
+ * followed by {name}. Unknown escapes such as \\d are only a warning there, so they pass here too.
+ */
+function badEscape(body: string, bytes: boolean): string | null {
+  const hex = (from: number, n: number) =>
+    /^[0-9a-fA-F]+$/.test(body.slice(from, from + n)) && body.length >= from + n;
+  for (let k = 0; k < body.length; k++) {
+    if (body[k] !== '\\') continue;
+    const e = body[k + 1];
+    if (e === 'x' && !hex(k + 2, 2))
+      return bytes
+        ? `(value error) invalid \\x escape at position ${k}`
+        : `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: truncated \\xXX escape`;
+    if (!bytes && e === 'u' && !hex(k + 2, 4))
+      return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: truncated \\uXXXX escape`;
+    if (!bytes && e === 'U') {
+      if (!hex(k + 2, 8))
+        return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: truncated \\UXXXXXXXX escape`;
+      if (parseInt(body.slice(k + 2, k + 10), 16) > 0x10ffff)
+        return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 9}: illegal Unicode character`;
+    }
+    if (!bytes && e === 'N' && (body[k + 2] !== '{' || body.indexOf('}', k + 3) === -1))
+      return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: malformed \\N character escape`;
+    k += 1; // the escaped character is not the start of another escape
+  }
+  return null;
 }
 
 /** Checks the replacement fields of an f-string body (Python 3.11 rules). */
