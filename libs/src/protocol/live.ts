@@ -54,6 +54,7 @@ export const AgentsUpdateEvent = z.object({ agents: z.array(AgentView) });
 export const AccessLostReason = z.enum([
   'token_revoked',
   'token_expired',
+  'token_creator_left',
   'member_removed',
   'member_left',
   'logged_out',

@@ -53,6 +53,11 @@ export const EnvSchema = z.object({
   DEADLINE_GRACE_SECONDS: z.coerce.number().nonnegative().default(5),
   /** Seconds an agent may go without a heartbeat before its runs fail as infra_error. */
   AGENT_LEASE_SECONDS: z.coerce.number().positive().default(30),
+  /**
+   * How often each replica re-checks the credentials and memberships of its open `/live` sockets, a
+   * safety net behind the instant cut on revoke, removal and logout (a missed cross-replica message).
+   */
+  LIVE_ACCESS_SWEEP_SECONDS: z.coerce.number().positive().default(30),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug']).default('log'),
   COOKIE_SECURE: bool.optional(),
 });
