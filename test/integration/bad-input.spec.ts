@@ -2,6 +2,9 @@ import fc from 'fast-check';
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpUser, toyStarter } from '../support/agent-helpers';
+import { appKeys, APP_ID, githubAppEnv } from '../support/github-app';
+import { GithubStandin, startGithubStandin } from '../support/github-standin';
+import { ownerWithTeam } from '../support/users';
 import { startTestHub, TestHub } from '../support/hub';
 import { TestAgent } from '../support/test-agent';
 
@@ -170,5 +173,37 @@ describe('/agents: a message the server will never accept gets a final refusal',
     expect(ready.runs).toEqual([{ runId: 'not-a-uuid', ackedSeq: 0, keep: false }]);
     const beat = await socket.timeout(10_000).emitWithAck('agent.heartbeat', { activeRuns: ['not-a-uuid'] });
     expect(beat).toEqual({ ok: true, stop: ['not-a-uuid'] });
+  });
+});
+
+describe('GitHub ids beyond 64 bits are refused, never a database error', () => {
+  let standin: GithubStandin;
+  let hub: TestHub;
+
+  beforeAll(async () => {
+    standin = await startGithubStandin();
+    const keys = appKeys();
+    standin.app.configure({ appId: APP_ID, publicKey: keys.publicKey });
+    hub = await startTestHub({ env: githubAppEnv(standin, keys.privateKeyPem) });
+  });
+  afterAll(async () => {
+    await hub?.close();
+    await standin?.close();
+  });
+
+  it('setup callback and connect answer 400 for an installation id past 9223372036854775807', async () => {
+    const { owner, team } = await ownerWithTeam(hub, 'gh-bad-input');
+    const setup = await owner
+      .get('/api/github/setup?installation_id=99999999999999999999&setup_action=install')
+      .set('Accept', 'application/json');
+    expect(setup.status, JSON.stringify(setup.body)).toBe(400);
+    expect(setup.body.error.code).toBe('installation_id_required');
+    const connect = await owner.post(`/api/teams/${team.id}/repositories`, {
+      installationId: '99999999999999999999',
+      repositoryId: '9223372036854775808',
+    });
+    expect(connect.status, JSON.stringify(connect.body)).toBe(400);
+    expect(connect.body.error.message).toMatch(/installationId: a numeric GitHub id/);
+    expect(connect.body.error.message).toMatch(/repositoryId: a numeric GitHub id/);
   });
 });

@@ -258,6 +258,80 @@ describe('/live: losing access cuts live streams', () => {
   });
 });
 
+describe('/live: the periodic re-check cuts what a lost message would have missed', () => {
+  let hub: TestHub;
+  beforeAll(async () => {
+    hub = await startTestHub({ env: { LIVE_ACCESS_SWEEP_SECONDS: '0.3' } });
+  });
+  afterAll(async () => hub?.close());
+
+  it('a token revoked, a membership or a session deleted behind the API: cut at the next sweep, with the reason', async () => {
+    const owner = await HttpUser.signIn(hub.baseUrl, 'sweep-owner');
+    const teamId = (await owner.createTeam()).id;
+    const inviteCode = (await owner.get(`/api/teams/${teamId}`)).body.inviteCode as string;
+    const runId = (await owner.startRun(await owner.upload(await toyStarter()))).id;
+    const agent = new TestAgent(hub);
+    await agent.claim(runId);
+    await agent.log(runId, 'one', 'two');
+    const member = async (login: string) => {
+      const u = await HttpUser.signIn(hub.baseUrl, login);
+      expect((await u.post('/api/teams/join', { code: inviteCode })).status).toBe(200);
+      return Object.assign(u, { id: (await u.get('/api/me')).body.user.id as string });
+    };
+    const token = (await owner.post(`/api/teams/${teamId}/tokens`, { name: 'sweep' })).body as {
+      id: string;
+      token: string;
+    };
+    const viaToken = new Watcher(hub.baseUrl, { token: token.token });
+    const removed = await member('sweep-removed');
+    const viaMember = new Watcher(hub.baseUrl, { cookie: removed.cookie });
+    const loggedOut = await member('sweep-logged-out');
+    const viaSession = new Watcher(hub.baseUrl, { cookie: loggedOut.cookie });
+    const keeper = new Watcher(hub.baseUrl, { cookie: owner.cookie });
+    for (const w of [viaToken, viaMember, viaSession, keeper]) await w.join(runId, teamId);
+
+    // Straight in the database, as if the instant cut's message never reached this replica.
+    await hub.dataSource.query('UPDATE api_tokens SET revoked_at = now() WHERE id = $1', [token.id]);
+    await hub.dataSource.query('DELETE FROM memberships WHERE team_id = $1 AND user_id = $2', [
+      teamId,
+      removed.id,
+    ]);
+    await hub.dataSource.query('DELETE FROM sessions WHERE user_id = $1', [loggedOut.id]);
+    await until('all three cut', () => viaToken.revoked && viaMember.revoked && viaSession.revoked, 5_000);
+    expect(viaToken.revoked).toMatchObject({ reason: 'token_revoked', teamId: null, runIds: [runId] });
+    expect(viaMember.revoked).toMatchObject({ reason: 'member_removed', teamId, runIds: [runId] });
+    expect(viaSession.revoked).toMatchObject({ reason: 'logged_out', teamId: null, runIds: [runId] });
+    expect(keeper.revoked).toBeUndefined();
+    // Only the keeper hears the next lines.
+    await agent.log(runId, 'three');
+    await until('the keeper got line 3', () => keeper.lines.length >= 3, 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+    for (const w of [viaToken, viaMember, viaSession]) expect(w.lines.map((l) => l.seq)).toEqual([1, 2]);
+    for (const w of [viaToken, viaMember, viaSession, keeper]) w.socket.close();
+  });
+
+  it('a token whose creator is removed stops at once, told token_creator_left', async () => {
+    const owner = await HttpUser.signIn(hub.baseUrl, 'creator-owner');
+    const teamId = (await owner.createTeam()).id;
+    const inviteCode = (await owner.get(`/api/teams/${teamId}`)).body.inviteCode as string;
+    const runId = (await owner.startRun(await owner.upload(await toyStarter()))).id;
+    const admin = await HttpUser.signIn(hub.baseUrl, 'creator-admin');
+    expect((await admin.post('/api/teams/join', { code: inviteCode })).status).toBe(200);
+    const adminId = (await admin.get('/api/me')).body.user.id as string;
+    expect(
+      (await owner.req('PATCH', `/api/teams/${teamId}/members/${adminId}`, { role: 'admin' })).status,
+    ).toBe(200);
+    const token = (await admin.post(`/api/teams/${teamId}/tokens`, { name: 'by-admin' })).body
+      .token as string;
+    const w = new Watcher(hub.baseUrl, { token });
+    await w.join(runId, teamId);
+    expect((await owner.delete(`/api/teams/${teamId}/members/${adminId}`)).status).toBe(200);
+    await until('the notice', () => w.revoked, 2_000);
+    expect(w.revoked).toMatchObject({ reason: 'token_creator_left', teamId: null, runIds: [runId] });
+    w.socket.close();
+  });
+});
+
 describe('/live: a session that expires is cut at its expiry', () => {
   let hub: TestHub;
   const TTL_S = 6;

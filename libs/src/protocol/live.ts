@@ -57,6 +57,7 @@ export const BenchmarkClockEvent = z.object({ clock: BenchmarkClockView });
 export const AccessLostReason = z.enum([
   'token_revoked',
   'token_expired',
+  'token_creator_left',
   'member_removed',
   'member_left',
   'logged_out',

@@ -2,10 +2,16 @@ import { z } from 'zod';
 
 /** REST bodies and views of repository connections (the GitHub App). */
 
+const BIGINT_MAX = BigInt('9223372036854775807');
+/** A GitHub numeric id as digits, within the database's 64-bit column (a longer one names nothing). */
+export const isGithubId = (value: string): boolean =>
+  /^\d{1,19}$/.test(value) && BigInt(value) > BigInt(0) && BigInt(value) <= BIGINT_MAX;
+
 /** GitHub's numeric ids arrive as numbers or strings; kept as digit strings (they exceed int32). */
 const githubId = z
-  .union([z.number().int().positive(), z.string().regex(/^\d{1,20}$/, 'a numeric GitHub id')])
-  .transform(String);
+  .union([z.number().int().positive(), z.string()])
+  .transform(String)
+  .refine(isGithubId, 'a numeric GitHub id (digits only, at most 9223372036854775807)');
 
 export const ConnectRepositoryBody = z
   .object({

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
-import type { MeView } from '@dryft/libs';
+import type { AccessLostReason, MeView } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { badRequest, notFound, unauthorized } from '../common/errors';
@@ -71,6 +71,22 @@ export class AuthService implements OnModuleInit {
         expiresAt: session.expiresAt,
       };
     }
+    return null;
+  }
+
+  /**
+   * Why a principal that authenticated earlier (an open socket) no longer may act, or null while it
+   * still may: its session was ended or expired, or its token was revoked, expired or orphaned.
+   */
+  async accessLost(principal: Principal): Promise<AccessLostReason | null> {
+    if (principal.via === 'token')
+      return principal.tokenId && principal.teamId
+        ? this.tokens.accessLost(principal.teamId, principal.tokenId)
+        : 'token_revoked';
+    if (!principal.session) return 'logged_out';
+    const session = await this.sessions.findByHash(principal.session.idHash);
+    if (!session) return 'logged_out';
+    if (session.expiresAt.getTime() <= this.clock.now().getTime()) return 'session_expired';
     return null;
   }
 

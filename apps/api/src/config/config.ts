@@ -57,6 +57,11 @@ export const EnvSchema = z.object({
   OUTGOING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(6),
   OUTGOING_WEBHOOK_RETRY_SECONDS: z.coerce.number().int().min(1).default(10),
   OUTGOING_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * How often each replica re-checks the credentials and memberships of its open `/live` sockets, a
+   * safety net behind the instant cut on revoke, removal and logout (a missed cross-replica message).
+   */
+  LIVE_ACCESS_SWEEP_SECONDS: z.coerce.number().positive().default(30),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug']).default('log'),
   COOKIE_SECURE: bool.optional(),
 });

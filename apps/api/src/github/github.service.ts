@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
+import { isGithubId } from '@dryft/libs';
 import type { RunView } from '@dryft/libs';
 import { BenchmarksService } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
@@ -83,7 +84,7 @@ export class GithubService {
       };
     }
     const installationId = query.installation_id ?? '';
-    if (!/^\d{1,20}$/.test(installationId))
+    if (!isGithubId(installationId))
       throw badRequest(
         'installation_id_required',
         'The setup callback needs a numeric installation_id; start again from Repositories → Connect a repository.',

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { LiveClientToServer } from '@dryft/libs';
 import type { AccessLostReason, AccessRevokedEvent, JoinAck, LogLine } from '@dryft/libs';
 import type { Namespace, Socket } from 'socket.io';
@@ -12,6 +12,7 @@ import { AppError } from '../common/errors';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
+import { CONFIG, Config } from '../config/config';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
 import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
@@ -55,6 +56,8 @@ const ACCESS_MESSAGES: Record<AccessLostReason, string> = {
     'The API token this connection used was revoked; its live streams were stopped. Ask a team owner or admin for a new token.',
   token_expired:
     'The API token this connection used expired; its live streams were stopped. Ask a team owner or admin for a new token.',
+  token_creator_left:
+    'The API token this connection used was created by someone who is no longer a member of the team, so it stopped working; its live streams were stopped. Ask a team owner or admin for a new token.',
   member_removed:
     "You were removed from this team, so its runs and logs are no longer visible to you; live streams of the team's runs were stopped.",
   member_left:
@@ -117,6 +120,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly unsubscribe: (() => void)[] = [];
   private readonly boardTimers = new Map<string, NodeJS.Timeout>();
   private agentsTimer?: NodeJS.Timeout;
+  private sweepTimer?: NodeJS.Timeout;
+  private sweeping = false;
 
   constructor(
     private readonly sockets: SocketServer,
@@ -130,6 +135,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly agentEvents: AgentEvents,
     private readonly bus: EventBus,
     private readonly clock: Clock,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -163,6 +169,11 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         });
     });
     this.nsp.on('connection', (socket) => this.onConnection(socket));
+    this.sweepTimer = setInterval(
+      () => void this.sweepAccess(),
+      this.config.LIVE_ACCESS_SWEEP_SECONDS * 1000,
+    );
+    this.sweepTimer.unref();
     this.nsp.on(REMOTE_LINES, (payload: { runId: string; lines: LogLine[] }) => {
       if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines))
         void this.channels.deliver(payload.runId, payload.lines);
@@ -208,6 +219,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     for (const u of this.unsubscribe) u();
     for (const t of this.boardTimers.values()) clearTimeout(t);
     if (this.agentsTimer) clearTimeout(this.agentsTimer);
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
   /** A burst of changes to one board costs one read and one broadcast, at the end of the window. */
@@ -254,7 +266,9 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         if (principal.via === 'token') scope = principal.teamId === lost.teamId ? 'all' : null;
         else scope = lost.teamId;
       }
-      if (scope !== null) this.cut(socket, lost.reason, scope === 'all' ? null : scope);
+      if (scope === 'all' && principal.via === 'token' && lost.userId)
+        this.cut(socket, 'token_creator_left', null);
+      else if (scope !== null) this.cut(socket, lost.reason, scope === 'all' ? null : scope);
     }
   }
 
@@ -285,6 +299,54 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const event: AccessRevokedEvent = { reason, message: ACCESS_MESSAGES[reason], teamId, rooms, runIds };
     socket.emit('access.revoked', event);
     this.logger.log(`live ${socket.id}: ${reason}; left ${rooms.length ? rooms.join(', ') : 'no rooms'}`);
+  }
+
+  /**
+   * The safety net: re-checks every local socket's credential and the memberships behind its private
+   * rooms, and cuts what no longer holds. One query per distinct credential and (team, user) per
+   * sweep; a failed check (database down) cuts nothing.
+   */
+  async sweepAccess(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const credentials = new Map<string, Promise<AccessLostReason | null>>();
+      const memberships = new Map<string, Promise<boolean>>();
+      for (const socket of [...this.nsp.sockets.values()]) {
+        const principal = socket.data.principal as Principal | null | undefined;
+        if (!principal || !socket.connected) continue;
+        const key = principal.tokenId ?? principal.session?.idHash ?? principal.user.id;
+        if (!credentials.has(key))
+          credentials.set(
+            key,
+            this.auth.accessLost(principal).catch(() => null),
+          );
+        const lost = await credentials.get(key)!;
+        if (socket.data.principal !== principal) continue;
+        if (lost) {
+          this.cut(socket, lost, null);
+          continue;
+        }
+        if (principal.via !== 'session') continue;
+        const state = access(socket);
+        const teams = new Set([
+          ...state.runTeams.values(),
+          ...[...socket.rooms].filter((r) => r.startsWith('team:')).map((r) => r.slice('team:'.length)),
+        ]);
+        for (const teamId of teams) {
+          const m = `${teamId}:${principal.user.id}`;
+          if (!memberships.has(m))
+            memberships.set(
+              m,
+              this.teams.isMember(teamId, principal.user.id).catch(() => true),
+            );
+          if (!(await memberships.get(m)!) && socket.data.principal === principal)
+            this.cut(socket, 'member_removed', teamId);
+        }
+      }
+    } finally {
+      this.sweeping = false;
+    }
   }
 
   /** A session or token with an expiry: the socket loses its private rooms the moment it expires. */

@@ -110,6 +110,18 @@ export class TokensService {
     };
   }
 
+  /** Why a token that authenticated earlier no longer works, or null while it still does. */
+  async accessLost(
+    teamId: string,
+    tokenId: string,
+  ): Promise<'token_revoked' | 'token_expired' | 'token_creator_left' | null> {
+    const token = await this.tokens.findInTeam(teamId, tokenId);
+    if (!token || token.revokedAt) return 'token_revoked';
+    if (token.expiresAt && token.expiresAt.getTime() <= this.clock.now().getTime()) return 'token_expired';
+    if (!(await this.teams.isMember(token.teamId, token.createdBy))) return 'token_creator_left';
+    return null;
+  }
+
   private async view(entity: ApiTokenEntity): Promise<TokenView> {
     const creator = await this.users.findById(entity.createdBy);
     return this.toView(entity, creator?.login ?? 'unknown');
