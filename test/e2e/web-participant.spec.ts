@@ -387,10 +387,10 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
       mimeType: 'application/gzip',
       buffer: await toyStarter(),
     });
-    await local.getByTestId('rules-passed-summary').getByText('11 rules pass').waitFor();
+    await local.getByTestId('rules-passed-summary').getByText('12 rules pass').waitFor();
     expect(await local.locator('li').count()).toBe(1);
     await local.getByRole('button', { name: 'show' }).click();
-    expect(await local.locator('[data-passed="true"]').count()).toBe(11);
+    expect(await local.locator('[data-passed="true"]').count()).toBe(12); // python_syntax is the 12th
     expect(statuses.filter((s) => /^4\d\d /.test(s))).toEqual([]);
 
     // Without a team: no request that the hub must refuse.
