@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { agentFits, baselineKey, RunAssign, RunAssignAck } from '@dryft/libs';
-import type { AgentCapabilities, BenchmarkDefinition, HarnessSpec } from '@dryft/libs';
+import type { AgentCapabilities, HarnessSpec } from '@dryft/libs';
 import { hashToken } from '@dryft/libs/node';
 import { randomBytes } from 'node:crypto';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';

@@ -384,11 +384,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const epoch = state.epoch;
       const run = await this.runsRepo.findById(runId).catch(orUnavailable(null));
       const organizer = principal.isAdmin && principal.via === 'session';
-      if (
-        !run ||
-        !(organizer || (await this.isMember(principal, run.teamId))) ||
-        state.epoch !== epoch
-      ) {
+      if (!run || !(organizer || (await this.isMember(principal, run.teamId))) || state.epoch !== epoch) {
         return refusal(
           'run_not_found',
           `No run ${runId} in your team; runs and their logs are visible to their team only.`,
