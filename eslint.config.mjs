@@ -11,6 +11,7 @@ export default tseslint.config(
       '**/.svelte-kit/**',
       '**/node_modules/**',
       '.data/**',
+      'tmp/**',
       'harness/**',
       'starters/**',
       'apps/web/**',
