@@ -12,7 +12,7 @@ import { AppError } from '../common/errors';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
-import { LeaderboardsService } from '../leaderboards/leaderboards.service';
+import { isPublicChange, PublicSnapshots } from '../leaderboards/public-snapshots';
 import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
@@ -34,6 +34,8 @@ const AGENTS_COALESCE_MS = 250;
 const REMOTE_LINES = 'dryft:run.logs';
 /** Cross-replica: a credential or a membership stopped granting access; every replica cuts its own sockets. */
 const REMOTE_ACCESS_LOST = 'dryft:access.lost';
+/** Cross-replica: public data changed; every replica drops its snapshots of it (PublicSnapshots). */
+const REMOTE_PUBLIC_CHANGED = 'dryft:public.changed';
 /** setTimeout's longest delay; a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -124,7 +126,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly teams: TeamsService,
     private readonly runs: RunsService,
     private readonly runsRepo: RunsRepository,
-    private readonly boards: LeaderboardsService,
+    private readonly boards: PublicSnapshots,
     private readonly registry: BenchmarkRegistry,
     private readonly agents: AgentsService,
     private readonly agentEvents: AgentEvents,
@@ -167,6 +169,11 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines))
         void this.channels.deliver(payload.runId, payload.lines);
     });
+    this.nsp.on(REMOTE_PUBLIC_CHANGED, (change: unknown) => {
+      if (isPublicChange(change)) this.boards.apply(change);
+    });
+    if (this.sockets.clustered)
+      this.boards.crossReplica((change) => this.nsp.serverSideEmit(REMOTE_PUBLIC_CHANGED, change));
     this.nsp.on(REMOTE_ACCESS_LOST, (lost: AccessLost) => {
       if (lost && typeof lost.reason === 'string' && lost.reason in ACCESS_MESSAGES)
         this.accessLostHere(lost);
@@ -215,9 +222,10 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.boardTimers.has(benchmarkId)) return;
     const timer = setTimeout(() => {
       this.boardTimers.delete(benchmarkId);
+      // The same snapshot the REST reads serve: one read for the broadcast and every later GET.
       this.boards
-        .get(benchmarkId)
-        .then((leaderboard) =>
+        .leaderboard(benchmarkId)
+        .then(({ view: leaderboard }) =>
           this.nsp.to(`leaderboard:${benchmarkId}`).emit('leaderboard.update', { leaderboard }),
         )
         .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
@@ -322,11 +330,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const epoch = state.epoch;
       const run = await this.runsRepo.findById(runId).catch(orUnavailable(null));
       const organizer = principal.isAdmin && principal.via === 'session';
-      if (
-        !run ||
-        !(organizer || (await this.isMember(principal, run.teamId))) ||
-        state.epoch !== epoch
-      ) {
+      if (!run || !(organizer || (await this.isMember(principal, run.teamId))) || state.epoch !== epoch) {
         return refusal(
           'run_not_found',
           `No run ${runId} in your team; runs and their logs are visible to their team only.`,
@@ -354,7 +358,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (!this.registry.get(benchmarkId))
         return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
       await socket.join(`leaderboard:${benchmarkId}`);
-      return { ok: true, leaderboard: await this.boards.get(benchmarkId) };
+      return { ok: true, leaderboard: (await this.boards.leaderboard(benchmarkId)).view };
     });
     this.on(socket, 'leaderboard.leave', async ({ benchmarkId }) => {
       await socket.leave(`leaderboard:${benchmarkId}`);
