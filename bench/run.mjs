@@ -5,7 +5,9 @@
 // (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40),
 // BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20). `--only lines,fanout,reads`
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
-// spectators; reads: public REST reads against a bare Node HTTP server).
+// spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
+// processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
+// agents on the first, watchers and spectators split across both, runs queued on the second.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -32,6 +34,8 @@ const READ_TEAMS = Number(process.env.BENCH_READ_TEAMS ?? 20);
 const onlyAt = process.argv.indexOf('--only');
 const ONLY = onlyAt > 0 ? (process.argv[onlyAt + 1] ?? '').split(',') : null;
 const want = (part) => !ONLY || ONLY.includes(part);
+const replicasAt = process.argv.indexOf('--replicas');
+const REPLICAS = replicasAt > 0 ? Number(process.argv[replicasAt + 1]) : 1;
 const TICK_MS = 50;
 const stamp = Date.now();
 const dataDir = path.join(root, '.data', `bench-${stamp}`);
@@ -240,10 +244,10 @@ async function flood(socket, runId, seconds) {
   return { lines: n, ms: Date.now() - started };
 }
 
-function watchers(base, count, auth, runIds) {
+function watchers(bases, count, auth, runIds) {
   const out = [];
   for (let i = 0; i < count; i++) {
-    const socket = io(`${base}/live`, {
+    const socket = io(`${bases[i % bases.length]}/live`, {
       transports: ['websocket'],
       forceNew: true,
       extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined,
@@ -271,7 +275,7 @@ function watchers(base, count, auth, runIds) {
   return out;
 }
 
-async function lineLatency(kind, base, tokens, startRuns, owner) {
+async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [base]) {
   const agents = tokens.map((t) => fakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
   for (const a of agents)
@@ -281,7 +285,7 @@ async function lineLatency(kind, base, tokens, startRuns, owner) {
   if (process.env.BENCH_DEBUG) log(`${kind}: agents ready`);
   const runIds = await startRuns(agents);
   if (process.env.BENCH_DEBUG) log(`${kind}: runs ${runIds.join(',')}`);
-  const ws = watchers(base, WATCHERS, { cookie: owner?.cookie }, runIds);
+  const ws = watchers(watchBases, WATCHERS, { cookie: owner?.cookie }, runIds);
   await connectAll(ws.map((w) => w.socket));
   const joinAcks = await Promise.all(
     ws.map((w) => w.socket.timeout(10_000).emitWithAck('run.join', { runId: w.runId, afterSeq: 0 })),
@@ -333,30 +337,45 @@ async function main() {
   log(`machine: ${machine}`);
   const db = await database();
   dbHandle = db;
-  const apiPort = await freePort();
-  const api = `http://127.0.0.1:${apiPort}`;
-  const apiProc = startProcess('api', [path.join(root, 'apps/api/dist/main.js')], {
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'error',
-    DATABASE_URL: db.url,
-    PORT: String(apiPort),
-    HOST: '127.0.0.1',
-    PUBLIC_URL: api,
-    DATA_DIR: dataDir,
-    ADMIN_LOGINS: 'bench-org',
-    AGENT_LEASE_SECONDS: '120',
-    LOCAL_AGENT_TOKEN_FILE: '',
-    REDIS_URL: '',
-  });
+  const startApi = async (name) => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const proc = startProcess(name, [path.join(root, 'apps/api/dist/main.js')], {
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'error',
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: url,
+      DATA_DIR: path.join(dataDir, name),
+      ADMIN_LOGINS: 'bench-org',
+      AGENT_LEASE_SECONDS: '120',
+      LOCAL_AGENT_TOKEN_FILE: '',
+      REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
+      REDIS_STREAM: `dryft-bench-${stamp}`,
+    });
+    // One after the other: the first runs the migrations.
+    await waitHttp(`${url}/api/health`);
+    return { url, proc };
+  };
+  const first = await startApi('api');
+  const api = first.url;
+  const apiProc = first.proc;
+  // With --replicas 2: the second replica; otherwise both names are the one process.
+  const second = REPLICAS > 1 ? await startApi('api-b') : first;
+  const apis = REPLICAS > 1 ? [api, second.url] : [api];
+  const apiProcs = REPLICAS > 1 ? [apiProc, second.proc] : [apiProc];
   const relayPort = await freePort();
   const relay = `http://127.0.0.1:${relayPort}`;
   const relayProc = startProcess('relay', [path.join(root, 'bench/relay.mjs')], { PORT: String(relayPort) });
   await waitHttp(`${api}/api/health`);
   await sleep(300);
-  log(`API on ${api}, relay on ${relay}`);
+  log(`API on ${apis.join(' and ')}${REPLICAS > 1 ? ' (Redis streams adapter)' : ''}, relay on ${relay}`);
 
   const org = await User.signIn(api, 'bench-org');
   const owner = await User.signIn(api, 'bench-owner');
+  // Runs are queued on the last replica (the first with one process): dispatch crosses replicas.
+  const ownerB = new User(apis[apis.length - 1], owner.cookie, owner.csrf);
   await owner.req('POST', '/api/teams', { name: 'Bench team' });
   const form = new FormData();
   form.set('benchmark', 'toy-decode');
@@ -375,7 +394,7 @@ async function main() {
   // Dryft runs are real runs: created over REST, pushed to the agents by dispatch.
   const startDryftRuns = async (agents) => {
     for (let i = 0; i < agents.length; i++)
-      await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+      await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
     const end = Date.now() + 10_000;
     while (agents.some((a) => a.assigns.length === 0) && Date.now() < end) await sleep(20);
     return agents.map((a) => a.assigns[a.assigns.length - 1].runId);
@@ -407,7 +426,7 @@ async function main() {
   if (want('lines')) {
     // 1. Agent -> watcher line latency at RATE lines/s with WATCHERS watchers.
     log(`line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s`);
-    const d1 = await lineLatency('dryft', api, tokens, startDryftRuns, owner);
+    const d1 = await lineLatency('dryft', api, tokens, startDryftRuns, owner, apis);
     const stored = Number(
       (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0]
         .n,
@@ -461,7 +480,7 @@ async function main() {
         d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
       );
       const t0 = Date.now();
-      await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+      await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
       const { x, at, a } = await got;
       dLat.push(at - t0);
       await finish(a, x.runId, 0);
@@ -520,8 +539,9 @@ async function main() {
     /** A process's resident memory in bytes (Linux), to tell what each spectator socket costs. */
     const rss = (child) =>
       Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
-    const fanout = async (base, proc, trigger) => {
-      const memBefore = rss(proc);
+    const fanout = async (bases, procs, trigger) => {
+      const memOf = () => procs.reduce((sum, p) => sum + rss(p), 0);
+      const memBefore = memOf();
       const socks = [];
       // Arrival times; the trigger says when the change was made (an update may arrive before the
       // trigger's own acknowledgement does).
@@ -529,12 +549,12 @@ async function main() {
       for (let i = 0; i < SPECTATORS; i += 500) {
         const chunk = [];
         for (let j = i; j < Math.min(SPECTATORS, i + 500); j++) {
-          chunk.push(thinSpectator(base, 'toy-decode', () => at.push(Date.now())));
+          chunk.push(thinSpectator(bases[j % bases.length], 'toy-decode', () => at.push(Date.now())));
         }
         socks.push(...(await Promise.all(chunk)));
       }
       await sleep(1000);
-      const perSocket = (rss(proc) - memBefore) / SPECTATORS;
+      const perSocket = (memOf() - memBefore) / SPECTATORS;
       const rounds = [];
       for (let round = 0; round < 3; round++) {
         at.length = 0;
@@ -556,7 +576,7 @@ async function main() {
       slots: [{ index: 0, gpus: [] }],
       activeRuns: [],
     });
-    const dryftBoard = await fanout(api, apiProc, async (round) => {
+    const dryftBoard = await fanout(apis, apiProcs, async (round) => {
       const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
       await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
       const x = await got;
@@ -566,7 +586,7 @@ async function main() {
       return t0;
     });
     boardAgent.socket.close();
-    const relayBoard = await fanout(relay, relayProc, async () => {
+    const relayBoard = await fanout([relay], [relayProc], async () => {
       const t0 = Date.now();
       ctl.emit('board', { benchmarkId: 'toy-decode' });
       return t0;
@@ -725,7 +745,7 @@ async function main() {
     ...rows.map(([name, d, r, target]) => `| ${name} | ${fmt(d)} | ${fmt(r)} | ${ratio(d, r)} | ${target} |`),
   ].join('\n');
   console.log(`\n${table}\n`);
-  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; one API process (no Redis), Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
+  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; ${REPLICAS > 1 ? `${REPLICAS} API processes (Redis streams adapter; agents on the first, watchers and spectators split, runs queued on the last)` : 'one API process (no Redis)'}, Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
   mkdirSync(path.join(root, '.data'), { recursive: true });
   writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
   await pgc.end();
