@@ -3,6 +3,10 @@ import { EventBus } from '../src/common/event-bus';
 import type { BenchmarksService } from '../src/benchmarks/benchmarks.service';
 import type { LeaderboardsService } from '../src/leaderboards/leaderboards.service';
 import { notModified, PublicSnapshots } from '../src/leaderboards/public-snapshots';
+import type { Config } from '../src/config/config';
+import type { UserEntity } from '../src/users/user.entity';
+import type { UsersRepository } from '../src/users/users.repository';
+import { UsersService } from '../src/users/users.service';
 
 /** A board service whose answer the test controls, and which counts the reads. */
 function setup() {
@@ -84,5 +88,40 @@ describe('PublicSnapshots', () => {
     await snaps.leaderboard('b1');
     await snaps.leaderboard('b2');
     expect(state.reads).toBe(5);
+  });
+});
+
+describe('what drops team pages and boards: a GitHub profile change', () => {
+  const existing = {
+    id: 'u1',
+    githubId: '7',
+    login: 'octo',
+    name: 'Octo',
+    avatarUrl: 'https://a/7',
+  } as UserEntity;
+  const users = (bus: EventBus) =>
+    new UsersService(
+      {
+        findByGithubId: async () => existing,
+        findByLogin: async () => null,
+        save: async (u: Partial<UserEntity>) => u as UserEntity,
+      } as unknown as UsersRepository,
+      { ADMIN_LOGINS: [] } as unknown as Config,
+      bus,
+    );
+  const changes = async (profile: { login: string; name: string | null; avatarUrl: string | null }) => {
+    const bus = new EventBus();
+    const seen: string[] = [];
+    bus.on('user.profile_changed', ({ userId }) => void seen.push(userId));
+    await users(bus).upsertFromGithub({ id: '7', ...profile });
+    await new Promise((r) => setImmediate(r));
+    return seen;
+  };
+
+  it('a sign-in that changes the login, name or avatar says so; one that changes nothing does not', async () => {
+    expect(await changes({ login: 'octo', name: 'Octo', avatarUrl: 'https://a/7' })).toEqual([]);
+    expect(await changes({ login: 'octo2', name: 'Octo', avatarUrl: 'https://a/7' })).toEqual(['u1']);
+    expect(await changes({ login: 'octo', name: 'Octo Cat', avatarUrl: 'https://a/7' })).toEqual(['u1']);
+    expect(await changes({ login: 'octo', name: 'Octo', avatarUrl: null })).toEqual(['u1']);
   });
 });
