@@ -2,9 +2,14 @@
 // `npm run bench`: Dryft's sockets under load on loopback, each figure beside the same measurement
 // through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
 // writes bench/RESULTS.md. Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
-// (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40).
+// (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40),
+// BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20). `--only lines,fanout,reads`
+// runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
+// spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
+// processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
+// agents on the first, watchers and spectators split across both, runs queued on the second.
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -23,6 +28,14 @@ const RATE = Number(process.env.BENCH_RATE ?? 5000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SPECTATORS = Number(process.env.BENCH_SPECTATORS ?? 10000);
 const DISPATCHES = Number(process.env.BENCH_DISPATCHES ?? 40);
+const READ_CLIENTS = Number(process.env.BENCH_READ_CLIENTS ?? 200);
+const READ_SECONDS = Number(process.env.BENCH_READ_SECONDS ?? 10);
+const READ_TEAMS = Number(process.env.BENCH_READ_TEAMS ?? 20);
+const onlyAt = process.argv.indexOf('--only');
+const ONLY = onlyAt > 0 ? (process.argv[onlyAt + 1] ?? '').split(',') : null;
+const want = (part) => !ONLY || ONLY.includes(part);
+const replicasAt = process.argv.indexOf('--replicas');
+const REPLICAS = replicasAt > 0 ? Number(process.argv[replicasAt + 1]) : 1;
 const TICK_MS = 50;
 const stamp = Date.now();
 const dataDir = path.join(root, '.data', `bench-${stamp}`);
@@ -231,10 +244,10 @@ async function flood(socket, runId, seconds) {
   return { lines: n, ms: Date.now() - started };
 }
 
-function watchers(base, count, auth, runIds) {
+function watchers(bases, count, auth, runIds) {
   const out = [];
   for (let i = 0; i < count; i++) {
-    const socket = io(`${base}/live`, {
+    const socket = io(`${bases[i % bases.length]}/live`, {
       transports: ['websocket'],
       forceNew: true,
       extraHeaders: auth.cookie ? { cookie: auth.cookie } : undefined,
@@ -262,7 +275,7 @@ function watchers(base, count, auth, runIds) {
   return out;
 }
 
-async function lineLatency(kind, base, tokens, startRuns, owner) {
+async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [base]) {
   const agents = tokens.map((t) => fakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
   for (const a of agents)
@@ -272,7 +285,7 @@ async function lineLatency(kind, base, tokens, startRuns, owner) {
   if (process.env.BENCH_DEBUG) log(`${kind}: agents ready`);
   const runIds = await startRuns(agents);
   if (process.env.BENCH_DEBUG) log(`${kind}: runs ${runIds.join(',')}`);
-  const ws = watchers(base, WATCHERS, { cookie: owner?.cookie }, runIds);
+  const ws = watchers(watchBases, WATCHERS, { cookie: owner?.cookie }, runIds);
   await connectAll(ws.map((w) => w.socket));
   const joinAcks = await Promise.all(
     ws.map((w) => w.socket.timeout(10_000).emitWithAck('run.join', { runId: w.runId, afterSeq: 0 })),
@@ -324,30 +337,45 @@ async function main() {
   log(`machine: ${machine}`);
   const db = await database();
   dbHandle = db;
-  const apiPort = await freePort();
-  const api = `http://127.0.0.1:${apiPort}`;
-  startProcess('api', [path.join(root, 'apps/api/dist/main.js')], {
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'error',
-    DATABASE_URL: db.url,
-    PORT: String(apiPort),
-    HOST: '127.0.0.1',
-    PUBLIC_URL: api,
-    DATA_DIR: dataDir,
-    ADMIN_LOGINS: 'bench-org',
-    AGENT_LEASE_SECONDS: '120',
-    LOCAL_AGENT_TOKEN_FILE: '',
-    REDIS_URL: '',
-  });
+  const startApi = async (name) => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const proc = startProcess(name, [path.join(root, 'apps/api/dist/main.js')], {
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'error',
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: url,
+      DATA_DIR: path.join(dataDir, name),
+      ADMIN_LOGINS: 'bench-org',
+      AGENT_LEASE_SECONDS: '120',
+      LOCAL_AGENT_TOKEN_FILE: '',
+      REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
+      REDIS_STREAM: `dryft-bench-${stamp}`,
+    });
+    // One after the other: the first runs the migrations.
+    await waitHttp(`${url}/api/health`);
+    return { url, proc };
+  };
+  const first = await startApi('api');
+  const api = first.url;
+  const apiProc = first.proc;
+  // With --replicas 2: the second replica; otherwise both names are the one process.
+  const second = REPLICAS > 1 ? await startApi('api-b') : first;
+  const apis = REPLICAS > 1 ? [api, second.url] : [api];
+  const apiProcs = REPLICAS > 1 ? [apiProc, second.proc] : [apiProc];
   const relayPort = await freePort();
   const relay = `http://127.0.0.1:${relayPort}`;
-  startProcess('relay', [path.join(root, 'bench/relay.mjs')], { PORT: String(relayPort) });
+  const relayProc = startProcess('relay', [path.join(root, 'bench/relay.mjs')], { PORT: String(relayPort) });
   await waitHttp(`${api}/api/health`);
   await sleep(300);
-  log(`API on ${api}, relay on ${relay}`);
+  log(`API on ${apis.join(' and ')}${REPLICAS > 1 ? ' (Redis streams adapter)' : ''}, relay on ${relay}`);
 
   const org = await User.signIn(api, 'bench-org');
   const owner = await User.signIn(api, 'bench-owner');
+  // Runs are queued on the last replica (the first with one process): dispatch crosses replicas.
+  const ownerB = new User(apis[apis.length - 1], owner.cookie, owner.csrf);
   await owner.req('POST', '/api/teams', { name: 'Bench team' });
   const form = new FormData();
   form.set('benchmark', 'toy-decode');
@@ -366,7 +394,7 @@ async function main() {
   // Dryft runs are real runs: created over REST, pushed to the agents by dispatch.
   const startDryftRuns = async (agents) => {
     for (let i = 0; i < agents.length; i++)
-      await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+      await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
     const end = Date.now() + 10_000;
     while (agents.some((a) => a.assigns.length === 0) && Date.now() < end) await sleep(20);
     return agents.map((a) => a.assigns[a.assigns.length - 1].runId);
@@ -391,87 +419,89 @@ async function main() {
     });
 
   const rows = [];
-  // 1. Agent -> watcher line latency at RATE lines/s with WATCHERS watchers.
-  log(`line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s`);
-  const d1 = await lineLatency('dryft', api, tokens, startDryftRuns, owner);
   const pgc = new pg.Client({ connectionString: db.url });
   pgc.on('error', () => {});
   await pgc.connect();
   pgClient = pgc;
-  const stored = Number(
-    (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0]
-      .n,
-  );
-  const r1 = await lineLatency('relay', relay, tokens, startRelayRuns, null);
-  for (const a of r1.agents) a.socket.close();
-  rows.push(['line latency p50 (ms)', d1.p50, r1.p50, '']);
-  rows.push(['line latency p99 (ms)', d1.p99, r1.p99, '≤ 100']);
-  rows.push(['lines/s sustained (sent by agents)', d1.linesPerSec, r1.linesPerSec, `${RATE}`]);
-  rows.push(['lines persisted (of sent)', `${stored} / ${d1.sent}`, 'n/a', 'all']);
-  rows.push(['lines lost (all watchers)', d1.lost, r1.lost, '0']);
-  rows.push(['lines out of order (all watchers)', d1.disorder, r1.disorder, '0']);
-
-  // 2. Persisted lines/s on one API process: every agent floods its own run with 5,000-line batches.
-  log('persist throughput: agents flood 5,000-line batches for 5 s');
-  // Finish the latency runs properly (lastSeq = what each agent sent) so the agents are idle again.
-  for (let i = 0; i < d1.agents.length; i++) {
-    const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [d1.runIds[i]]);
-    await finish(d1.agents[i], d1.runIds[i], r.rows[0].last_batch_seq);
-  }
-  const floodRuns = await startDryftRuns(d1.agents);
-  for (let i = 0; i < d1.agents.length; i++)
-    await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
-  const f = await Promise.all(d1.agents.map((a, i) => flood(a.socket, floodRuns[i], 5)));
-  const fMs = Math.max(...f.map((x) => x.ms));
-  const fStored = Number(
-    (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
-      .n,
-  );
-  const relayAgents = tokens.map((t) => fakeAgent(relay, t));
-  await connectAll(relayAgents.map((a) => a.socket));
-  const rf = await Promise.all(relayAgents.map((a, i) => flood(a.socket, `relay-flood-${i}`, 5)));
-  const rfLines = rf.reduce((s, x) => s + x.lines, 0);
-  const rfMs = Math.max(...rf.map((x) => x.ms));
-  rows.push([
-    'lines/s persisted, one API process (acked after commit)',
-    (fStored / fMs) * 1000,
-    `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`,
-    '≥ 50,000',
-  ]);
-  for (let i = 0; i < d1.agents.length; i++) {
-    const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
-    await finish(d1.agents[i], floodRuns[i], r.rows[0].last_batch_seq);
-  }
-
-  // 3. Dispatch latency: POST a run -> run.assign on an idle agent.
-  log(`dispatch latency: ${DISPATCHES} runs`);
-  const dLat = [];
-  for (let i = 0; i < DISPATCHES; i++) {
-    const got = new Promise((resolve) =>
-      d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+  if (want('lines')) {
+    // 1. Agent -> watcher line latency at RATE lines/s with WATCHERS watchers.
+    log(`line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s`);
+    const d1 = await lineLatency('dryft', api, tokens, startDryftRuns, owner, apis);
+    const stored = Number(
+      (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0]
+        .n,
     );
-    const t0 = Date.now();
-    await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
-    const { x, at, a } = await got;
-    dLat.push(at - t0);
-    await finish(a, x.runId, 0);
-  }
-  for (const a of d1.agents) a.onAssign = null;
-  for (const a of relayAgents) await a.socket.emitWithAck('agent.ready', {});
-  const rdLat = [];
-  for (let i = 0; i < DISPATCHES; i++) {
-    const got = new Promise((resolve) =>
-      relayAgents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+    const r1 = await lineLatency('relay', relay, tokens, startRelayRuns, null);
+    for (const a of r1.agents) a.socket.close();
+    rows.push(['line latency p50 (ms)', d1.p50, r1.p50, '']);
+    rows.push(['line latency p99 (ms)', d1.p99, r1.p99, '≤ 100']);
+    rows.push(['lines/s sustained (sent by agents)', d1.linesPerSec, r1.linesPerSec, `${RATE}`]);
+    rows.push(['lines persisted (of sent)', `${stored} / ${d1.sent}`, 'n/a', 'all']);
+    rows.push(['lines lost (all watchers)', d1.lost, r1.lost, '0']);
+    rows.push(['lines out of order (all watchers)', d1.disorder, r1.disorder, '0']);
+
+    // 2. Persisted lines/s on one API process: every agent floods its own run with 5,000-line batches.
+    log('persist throughput: agents flood 5,000-line batches for 5 s');
+    // Finish the latency runs properly (lastSeq = what each agent sent) so the agents are idle again.
+    for (let i = 0; i < d1.agents.length; i++) {
+      const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [d1.runIds[i]]);
+      await finish(d1.agents[i], d1.runIds[i], r.rows[0].last_batch_seq);
+    }
+    const floodRuns = await startDryftRuns(d1.agents);
+    for (let i = 0; i < d1.agents.length; i++)
+      await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
+    const f = await Promise.all(d1.agents.map((a, i) => flood(a.socket, floodRuns[i], 5)));
+    const fMs = Math.max(...f.map((x) => x.ms));
+    const fStored = Number(
+      (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
+        .n,
     );
-    const t0 = Date.now();
-    ctl.emit('queue', {});
-    const { x, at, a } = await got;
-    rdLat.push(at - t0);
-    await a.socket.emitWithAck('run.finished', { runId: x.runId });
+    const relayAgents = tokens.map((t) => fakeAgent(relay, t));
+    await connectAll(relayAgents.map((a) => a.socket));
+    const rf = await Promise.all(relayAgents.map((a, i) => flood(a.socket, `relay-flood-${i}`, 5)));
+    const rfLines = rf.reduce((s, x) => s + x.lines, 0);
+    const rfMs = Math.max(...rf.map((x) => x.ms));
+    rows.push([
+      'lines/s persisted, one API process (acked after commit)',
+      (fStored / fMs) * 1000,
+      `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`,
+      '≥ 50,000',
+    ]);
+    for (let i = 0; i < d1.agents.length; i++) {
+      const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
+      await finish(d1.agents[i], floodRuns[i], r.rows[0].last_batch_seq);
+    }
+
+    // 3. Dispatch latency: POST a run -> run.assign on an idle agent.
+    log(`dispatch latency: ${DISPATCHES} runs`);
+    const dLat = [];
+    for (let i = 0; i < DISPATCHES; i++) {
+      const got = new Promise((resolve) =>
+        d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+      );
+      const t0 = Date.now();
+      await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
+      const { x, at, a } = await got;
+      dLat.push(at - t0);
+      await finish(a, x.runId, 0);
+    }
+    for (const a of d1.agents) a.onAssign = null;
+    for (const a of relayAgents) await a.socket.emitWithAck('agent.ready', {});
+    const rdLat = [];
+    for (let i = 0; i < DISPATCHES; i++) {
+      const got = new Promise((resolve) =>
+        relayAgents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+      );
+      const t0 = Date.now();
+      ctl.emit('queue', {});
+      const { x, at, a } = await got;
+      rdLat.push(at - t0);
+      await a.socket.emitWithAck('run.finished', { runId: x.runId });
+    }
+    rows.push(['dispatch p50 (ms): queued -> run.assign', pct(dLat, 50), pct(rdLat, 50), '']);
+    rows.push(['dispatch p99 (ms)', pct(dLat, 99), pct(rdLat, 99), '≤ 100']);
+    for (const a of [...d1.agents, ...relayAgents]) a.socket.close();
   }
-  rows.push(['dispatch p50 (ms): queued -> run.assign', pct(dLat, 50), pct(rdLat, 50), '']);
-  rows.push(['dispatch p99 (ms)', pct(dLat, 99), pct(rdLat, 99), '≤ 100']);
-  for (const a of [...d1.agents, ...relayAgents]) a.socket.close();
 
   /**
    * A spectator as thin as a browser tab's socket: socket.io's wire protocol over a raw WebSocket
@@ -503,72 +533,201 @@ async function main() {
       });
       ws.on('error', reject);
     });
-  // 4. Leaderboard fan-out to SPECTATORS sockets.
-  log(`leaderboard fan-out: ${SPECTATORS} spectators`);
-  const fanout = async (base, trigger) => {
-    const socks = [];
-    const lat = [];
-    let t0 = 0;
-    for (let i = 0; i < SPECTATORS; i += 500) {
-      const chunk = [];
-      for (let j = i; j < Math.min(SPECTATORS, i + 500); j++) {
-        chunk.push(thinSpectator(base, 'toy-decode', () => lat.push(Date.now() - t0)));
+  if (want('fanout')) {
+    // 4. Leaderboard fan-out to SPECTATORS sockets.
+    log(`leaderboard fan-out: ${SPECTATORS} spectators`);
+    /** A process's resident memory in bytes (Linux), to tell what each spectator socket costs. */
+    const rss = (child) =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
+    const fanout = async (bases, procs, trigger) => {
+      const memOf = () => procs.reduce((sum, p) => sum + rss(p), 0);
+      const memBefore = memOf();
+      const socks = [];
+      // Arrival times; the trigger says when the change was made (an update may arrive before the
+      // trigger's own acknowledgement does).
+      const at = [];
+      for (let i = 0; i < SPECTATORS; i += 500) {
+        const chunk = [];
+        for (let j = i; j < Math.min(SPECTATORS, i + 500); j++) {
+          chunk.push(thinSpectator(bases[j % bases.length], 'toy-decode', () => at.push(Date.now())));
+        }
+        socks.push(...(await Promise.all(chunk)));
       }
-      socks.push(...(await Promise.all(chunk)));
+      await sleep(1000);
+      const perSocket = (memOf() - memBefore) / SPECTATORS;
+      const rounds = [];
+      for (let round = 0; round < 3; round++) {
+        at.length = 0;
+        const t0 = await trigger(round);
+        const end = Date.now() + 10_000;
+        while (at.length < SPECTATORS && Date.now() < end) await sleep(10);
+        const lat = at.map((t) => t - t0);
+        rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length });
+        await sleep(300);
+      }
+      for (const s of socks) s.terminate();
+      rounds.perSocket = perSocket;
+      return rounds;
+    };
+    const boardAgent = fakeAgent(api, tokens[0]);
+    await connectAll([boardAgent.socket]);
+    await boardAgent.socket.emitWithAck('agent.ready', {
+      capabilities: CAPS,
+      slots: [{ index: 0, gpus: [] }],
+      activeRuns: [],
+    });
+    const dryftBoard = await fanout(apis, apiProcs, async (round) => {
+      const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
+      await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
+      const x = await got;
+      await boardAgent.socket.emitWithAck('run.started', { runId: x.runId });
+      const t0 = Date.now();
+      await finish(boardAgent, x.runId, 0, { score: 100 + round * 10 });
+      return t0;
+    });
+    boardAgent.socket.close();
+    const relayBoard = await fanout([relay], [relayProc], async () => {
+      const t0 = Date.now();
+      ctl.emit('board', { benchmarkId: 'toy-decode' });
+      return t0;
+    });
+    const worst = (rs, k) => Math.max(...rs.map((r) => r[k]));
+    rows.push([
+      `leaderboard change -> ${SPECTATORS} sockets p50 (ms)`,
+      worst(dryftBoard, 'p50'),
+      worst(relayBoard, 'p50'),
+      '',
+    ]);
+    rows.push([
+      `leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3)`,
+      worst(dryftBoard, 'p99'),
+      worst(relayBoard, 'p99'),
+      '≤ 1.2× relay',
+    ]);
+    rows.push([
+      'memory per spectator socket (KiB: resident growth / sockets)',
+      dryftBoard.perSocket / 1024,
+      relayBoard.perSocket / 1024,
+      '',
+    ]);
+    rows.push([
+      'spectators reached (min of 3 rounds)',
+      Math.min(...dryftBoard.map((r) => r.got)),
+      Math.min(...relayBoard.map((r) => r.got)),
+      `${SPECTATORS}`,
+    ]);
+  }
+
+  // 5. Public REST reads: READ_CLIENTS keep-alive clients (a load generator in its own process)
+  // against the API, then against a bare Node HTTP server sending the same bytes from memory.
+  if (want('reads')) {
+    log(`public reads: ${READ_TEAMS} teams on the board, ${READ_CLIENTS} clients for ${READ_SECONDS} s each`);
+    const engine = await packFolder(path.join(root, 'starters/toy-decode/engine'));
+    const agent = fakeAgent(api, tokens[0]);
+    await connectAll([agent.socket]);
+    await agent.socket.emitWithAck('agent.ready', {
+      capabilities: CAPS,
+      slots: [{ index: 0, gpus: [] }],
+      activeRuns: [],
+    });
+    const slugs = [];
+    for (let i = 0; i < READ_TEAMS; i++) {
+      const u = await User.signIn(api, `bench-reader-${i}`);
+      slugs.push((await u.req('POST', '/api/teams', { name: `Reader team ${i}` })).slug);
+      const f = new FormData();
+      f.set('benchmark', 'toy-decode');
+      f.set('file', new Blob([engine]), 'engine.tar.gz');
+      const sub = (await u.req('POST', '/api/submissions', f)).submission.id;
+      const got = new Promise((resolve) => (agent.onAssign = resolve));
+      await u.req('POST', `/api/submissions/${sub}/runs`, { mode: 'official', confirm: true });
+      const x = await got;
+      await agent.socket.emitWithAck('run.started', { runId: x.runId });
+      await finish(agent, x.runId, 0, { score: 100 + i });
     }
-    const rounds = [];
-    for (let round = 0; round < 3; round++) {
-      lat.length = 0;
-      t0 = await trigger(round);
-      const end = Date.now() + 10_000;
-      while (lat.length < SPECTATORS && Date.now() < end) await sleep(10);
-      rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length });
-      await sleep(300);
+    agent.socket.close();
+    const board = '/api/leaderboards/toy-decode';
+    const paths = [
+      board,
+      '/api/benchmarks',
+      '/api/benchmarks/toy-decode',
+      ...slugs.slice(0, 4).map((s) => `/api/public/teams/${s}`),
+    ];
+    const pages = {};
+    for (const p of paths) {
+      const res = await fetch(`${api}${p}`);
+      if (!res.ok) throw new Error(`GET ${p}: ${res.status}`);
+      pages[p] = { body: await res.text(), etag: res.headers.get('etag') };
     }
-    for (const s of socks) s.terminate();
-    return rounds;
-  };
-  const boardAgent = fakeAgent(api, tokens[0]);
-  await connectAll([boardAgent.socket]);
-  await boardAgent.socket.emitWithAck('agent.ready', {
-    capabilities: CAPS,
-    slots: [{ index: 0, gpus: [] }],
-    activeRuns: [],
-  });
-  const dryftBoard = await fanout(api, async (round) => {
-    const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
-    await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
-    const x = await got;
-    await boardAgent.socket.emitWithAck('run.started', { runId: x.runId });
-    const t0 = Date.now();
-    await finish(boardAgent, x.runId, 0, { score: 100 + round * 10 });
-    return t0;
-  });
-  boardAgent.socket.close();
-  const relayBoard = await fanout(relay, async () => {
-    const t0 = Date.now();
-    ctl.emit('board', { benchmarkId: 'toy-decode' });
-    return t0;
-  });
-  const worst = (rs, k) => Math.max(...rs.map((r) => r[k]));
-  rows.push([
-    `leaderboard change -> ${SPECTATORS} sockets p50 (ms)`,
-    worst(dryftBoard, 'p50'),
-    worst(relayBoard, 'p50'),
-    '',
-  ]);
-  rows.push([
-    `leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3; Dryft includes its 50 ms coalescing window)`,
-    worst(dryftBoard, 'p99'),
-    worst(relayBoard, 'p99'),
-    '≤ 300',
-  ]);
-  rows.push([
-    'spectators reached (min of 3 rounds)',
-    Math.min(...dryftBoard.map((r) => r.got)),
-    Math.min(...relayBoard.map((r) => r.got)),
-    `${SPECTATORS}`,
-  ]);
+    const pagesFile = path.join(dataDir, 'bare-pages.json');
+    writeFileSync(pagesFile, JSON.stringify(pages));
+    const barePort = await freePort();
+    const bare = `http://127.0.0.1:${barePort}`;
+    startProcess('bare-http', [path.join(root, 'bench/bare-http.mjs'), pagesFile], {
+      PORT: String(barePort),
+    });
+    await waitHttp(`${bare}${board}`);
+    const load = (base, ps, headers = {}) =>
+      new Promise((resolve, reject) => {
+        const args = JSON.stringify({
+          base,
+          paths: ps,
+          connections: READ_CLIENTS,
+          seconds: READ_SECONDS,
+          headers,
+        });
+        const child = spawn(process.execPath, [path.join(root, 'bench/http-load.mjs'), args], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (c) => (out += c));
+        child.on('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load: ${code}`)),
+        );
+      });
+    const d = await load(api, paths);
+    const b = await load(bare, paths);
+    // The same board through Express and Nest (a percent-encoded path skips the in-memory fast
+    // path; the controller still answers from the snapshot): what the framework costs per read.
+    const dNest = await load(api, ['/api/leaderboards/toy%2Ddecode']);
+    const bBoard = await load(bare, [board]);
+    const d304 = await load(api, [board], { 'if-none-match': pages[board].etag });
+    const b304 = await load(bare, [board], { 'if-none-match': pages[board].etag });
+    const others = (r, ok) =>
+      Object.entries(r.statuses)
+        .filter(([k]) => k !== ok)
+        .reduce((n, [, v]) => n + v, 0);
+    const label = `public reads, ${READ_CLIENTS} clients (board of ${READ_TEAMS}, ${(pages[board].body.length / 1024).toFixed(1)} KiB; benchmarks; team pages)`;
+    rows.push([
+      `${label}: req/s (bare: Node HTTP from memory)`,
+      d.perSecond,
+      b.perSecond,
+      '≥ 5,000, ≥ 1/1.5 of bare',
+    ]);
+    rows.push(['public reads p50 (ms)', d.p50, b.p50, '']);
+    rows.push(['public reads p99 (ms)', d.p99, b.p99, '≤ 50']);
+    rows.push(['public reads max (ms)', d.max, b.max, '']);
+    rows.push([
+      'public reads not 200 (of all)',
+      `${others(d, '200')} / ${d.requests}`,
+      `${others(b, '200')} / ${b.requests}`,
+      '0',
+    ]);
+    rows.push([
+      'board reads through Express/Nest (snapshot, no fast path): req/s',
+      dNest.perSecond,
+      bBoard.perSecond,
+      '',
+    ]);
+    rows.push(['board reads through Express/Nest p99 (ms)', dNest.p99, bBoard.p99, '']);
+    rows.push([`conditional board reads (If-None-Match, 304): req/s`, d304.perSecond, b304.perSecond, '']);
+    rows.push(['conditional board reads p99 (ms)', d304.p99, b304.p99, '≤ 50']);
+    rows.push([
+      'conditional board reads not 304',
+      `${others(d304, '304')} / ${d304.requests}`,
+      `${others(b304, '304')} / ${b304.requests}`,
+      '0',
+    ]);
+  }
 
   const fmt = (v) =>
     typeof v === 'number'
@@ -581,12 +740,12 @@ async function main() {
   const ratio = (a, b) =>
     typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '';
   const table = [
-    '| measurement | Dryft | bare relay | Dryft / relay | target |',
+    '| measurement | Dryft | bare relay (or bare HTTP) | Dryft / bare | target |',
     '| --- | --- | --- | --- | --- |',
     ...rows.map(([name, d, r, target]) => `| ${name} | ${fmt(d)} | ${fmt(r)} | ${ratio(d, r)} | ${target} |`),
   ].join('\n');
   console.log(`\n${table}\n`);
-  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; one API process (no Redis), Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
+  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; ${REPLICAS > 1 ? `${REPLICAS} API processes (Redis streams adapter; agents on the first, watchers and spectators split, runs queued on the last)` : 'one API process (no Redis)'}, Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
   mkdirSync(path.join(root, '.data'), { recursive: true });
   writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
   await pgc.end();

@@ -152,4 +152,39 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
     watcher.close();
     agent.close();
   });
+
+  it("a change on one replica drops every replica's public snapshots: B never serves the old data for long", async () => {
+    const org = await HttpUser.signIn(a.url, 'scale-org');
+    const read = async (p: string) => {
+      const res = await fetch(`${b.url}${p}`);
+      expect(res.status).toBe(200);
+      return { etag: res.headers.get('etag'), body: (await res.json()) as Record<string, unknown> };
+    };
+    // B builds and keeps its snapshots (the second read is served from memory)
+    const def = await read('/api/benchmarks/toy-decode');
+    expect((await read('/api/benchmarks/toy-decode')).etag).toBe(def.etag);
+    const board = await read('/api/leaderboards/toy-decode');
+    expect((await read('/api/leaderboards/toy-decode')).etag).toBe(board.etag);
+
+    expect(
+      (await org.req('PATCH', '/api/admin/benchmarks/toy-decode', { announcement: 'Changed on replica A' }))
+        .status,
+    ).toBe(200);
+    await until(
+      'the new announcement on replica B',
+      async () => (await read('/api/benchmarks/toy-decode')).body.announcement === 'Changed on replica A',
+      5_000,
+    );
+    const bumped = await org.req('POST', '/api/admin/benchmarks/toy-decode/rules-version', {
+      reason: 'bumped on replica A',
+      confirm: true,
+    });
+    expect(bumped.status).toBe(200);
+    await until(
+      'the new rules version on replica B',
+      async () => (await read('/api/leaderboards/toy-decode')).body.rulesVersion === bumped.body.rulesVersion,
+      5_000,
+    );
+    expect((await read('/api/benchmarks/toy-decode')).body.rulesVersion).toBe(bumped.body.rulesVersion);
+  });
 });

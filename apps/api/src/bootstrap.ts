@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import cookieParser from 'cookie-parser';
 import { existsSync } from 'node:fs';
-import type { Server as HttpServer } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import type { Request, Response, NextFunction } from 'express';
 import express from 'express';
@@ -14,6 +14,7 @@ import { BenchmarkRegistry } from './benchmarks/benchmark-registry';
 import { Clock } from './common/clock';
 import { Config } from './config/config';
 import { openDatabase } from './database/data-source';
+import { PublicSnapshots } from './leaderboards/public-snapshots';
 import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
 
 export interface Hub {
@@ -86,6 +87,7 @@ async function buildHub(
   serveWeb(app, config.webDir);
   // No Nest shutdown hooks: main.ts owns SIGTERM/SIGINT and calls close() once, in this order.
   await app.init();
+  serveSnapshotsFirst(app);
   let closingStep: string | null = null;
   // Each step runs whatever the one before did: a failed step is logged, never a reason to skip the
   // next (a hub whose listen failed must still stop its Postgres).
@@ -122,6 +124,22 @@ async function buildHub(
       embedded?.abandon();
     },
   };
+}
+
+/**
+ * Public reads whose snapshot is in memory are answered before Express sees the request (no
+ * middleware, routing or guards to run for bytes that are already built); everything else, a
+ * snapshot not yet built included, goes on to Express and socket.io as before.
+ */
+function serveSnapshotsFirst(app: NestExpressApplication): void {
+  const http = app.getHttpServer() as HttpServer;
+  const snapshots = app.get(PublicSnapshots);
+  const others = http.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  http.removeAllListeners('request');
+  http.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (snapshots.serveFromMemory(req, res)) return;
+    for (const listener of others) listener.call(http, req, res);
+  });
 }
 
 /**

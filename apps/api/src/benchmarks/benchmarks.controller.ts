@@ -1,8 +1,8 @@
-import { Body, Controller, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import type { AuditAction, PublicBenchmark } from '@dryft/libs';
 import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
-import { CurrentPrincipal, Principal, Public } from '../common/principal';
+import { CurrentPrincipal, Principal } from '../common/principal';
 import { BenchmarksService } from './benchmarks.service';
 import { BumpRulesDto, UpdateBenchmarkDto } from './dto';
 
@@ -13,17 +13,8 @@ export class BenchmarksController {
     private readonly audit: AuditService,
   ) {}
 
-  @Public()
-  @Get('api/benchmarks')
-  async list(): Promise<PublicBenchmark[]> {
-    return (await this.benchmarks.list()).map((b) => this.benchmarks.toPublic(b));
-  }
-
-  @Public()
-  @Get('api/benchmarks/:id')
-  async get(@Param('id') id: string): Promise<PublicBenchmark> {
-    return this.benchmarks.toPublic(await this.benchmarks.get(id));
-  }
+  // The public reads (GET api/benchmarks, api/benchmarks/:id) are served from memory by
+  // LeaderboardsController (PublicSnapshots).
 
   /** Organizer controls: open/close, whole-run time limit (applies to runs in progress), announcement. */
   @UseGuards(AdminGuard)

@@ -9,6 +9,9 @@ import type { CheckView, LogLine, MetricView, RunResultView, RunView, SampleView
 export interface DomainEvents {
   'team.member_left': { teamId: string; userId: string };
   'team.member_removed': { teamId: string; userId: string };
+  'team.member_joined': { teamId: string; userId: string };
+  /** A user's login, name or avatar changed (boards and public team pages show them). */
+  'user.profile_changed': { userId: string };
   'benchmark.settings_changed': { benchmarkId: string; runTimeLimitSeconds: number };
   'benchmark.rules_changed': {
     benchmarkId: string;

@@ -1,22 +1,41 @@
-import { Controller, Get, Param } from '@nestjs/common';
-import type { LeaderboardView, TeamPageView } from '@dryft/libs';
+import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { Public } from '../common/principal';
-import { LeaderboardsService } from './leaderboards.service';
+import { PublicSnapshots, sendSnapshot } from './public-snapshots';
 
-/** Spectators read these without signing in. */
+/**
+ * Spectators read these (boards, benchmark definitions, team pages) without signing in. Served from memory (PublicSnapshots) with a strong ETag:
+ * a reader that sends `If-None-Match` gets 304 until the board or the team changes.
+ */
 @Controller()
 export class LeaderboardsController {
-  constructor(private readonly leaderboards: LeaderboardsService) {}
+  constructor(private readonly snapshots: PublicSnapshots) {}
+
+  @Public()
+  @Get('api/benchmarks')
+  async benchmarks(@Req() req: Request, @Res() res: Response): Promise<void> {
+    sendSnapshot(req, res, await this.snapshots.benchmarkList());
+  }
+
+  @Public()
+  @Get('api/benchmarks/:id')
+  async benchmark(@Param('id') id: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    sendSnapshot(req, res, await this.snapshots.benchmark(id));
+  }
 
   @Public()
   @Get('api/leaderboards/:benchmarkId')
-  get(@Param('benchmarkId') benchmarkId: string): Promise<LeaderboardView> {
-    return this.leaderboards.get(benchmarkId);
+  async get(
+    @Param('benchmarkId') benchmarkId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendSnapshot(req, res, await this.snapshots.leaderboard(benchmarkId));
   }
 
   @Public()
   @Get('api/public/teams/:slug')
-  team(@Param('slug') slug: string): Promise<TeamPageView> {
-    return this.leaderboards.teamPage(slug);
+  async team(@Param('slug') slug: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    sendSnapshot(req, res, await this.snapshots.teamPage(slug));
   }
 }

@@ -5,11 +5,12 @@ import { UsersModule } from '../users/users.module';
 import { LeaderboardsController } from './leaderboards.controller';
 import { LeaderboardsRepository } from './leaderboards.repository';
 import { LeaderboardsService } from './leaderboards.service';
+import { PublicSnapshots } from './public-snapshots';
 
 @Module({
   imports: [BenchmarksModule, TeamsModule, UsersModule],
   controllers: [LeaderboardsController],
-  providers: [LeaderboardsService, LeaderboardsRepository],
-  exports: [LeaderboardsService],
+  providers: [LeaderboardsService, LeaderboardsRepository, PublicSnapshots],
+  exports: [LeaderboardsService, PublicSnapshots],
 })
 export class LeaderboardsModule {}

@@ -13,7 +13,7 @@ import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-e
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
-import { LeaderboardsService } from '../leaderboards/leaderboards.service';
+import { isPublicChange, PublicSnapshots } from '../leaderboards/public-snapshots';
 import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
@@ -23,18 +23,28 @@ import { SocketServer } from './socket-server';
 type LiveEvent = keyof typeof LiveClientToServer;
 type Payload<E extends LiveEvent> = z.infer<(typeof LiveClientToServer)[E]>;
 
-/** Leaderboard changes within this window cost one broadcast. */
 /**
- * A burst of leaderboard changes (runs finishing together, a rules bump) within this window costs one
- * read and one broadcast; short enough that a single change still reaches 10,000 spectators within
- * the 300 ms target (bench/RESULTS.md).
+ * A board changes, and its spectators get it at once (the broadcast leaves on the next turn of the
+ * event loop, so changes made together cost one); further changes within this window after a
+ * broadcast wait for its end and cost one more read and broadcast between them (runs finishing
+ * together, a rules bump). A single change pays no window at all (bench/RESULTS.md).
  */
 export const LEADERBOARD_COALESCE_MS = 50;
+
+/** One board's broadcast schedule: one due on the next turn, or a window open after one. */
+interface BoardBroadcast {
+  immediate?: NodeJS.Immediate;
+  timer?: NodeJS.Timeout;
+  /** A change came after the last broadcast started: one more at the end of the window. */
+  pending: boolean;
+}
 const AGENTS_COALESCE_MS = 250;
 /** Cross-replica: lines stored on one replica, delivered by every replica to its own watchers. */
 const REMOTE_LINES = 'dryft:run.logs';
 /** Cross-replica: a credential or a membership stopped granting access; every replica cuts its own sockets. */
 const REMOTE_ACCESS_LOST = 'dryft:access.lost';
+/** Cross-replica: public data changed; every replica drops its snapshots of it (PublicSnapshots). */
+const REMOTE_PUBLIC_CHANGED = 'dryft:public.changed';
 /** setTimeout's longest delay; a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -118,7 +128,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private nsp!: Namespace;
   private channels!: RunChannels;
   private readonly unsubscribe: (() => void)[] = [];
-  private readonly boardTimers = new Map<string, NodeJS.Timeout>();
+  private readonly boardBroadcasts = new Map<string, BoardBroadcast>();
   private agentsTimer?: NodeJS.Timeout;
   private sweepTimer?: NodeJS.Timeout;
   private sweeping = false;
@@ -129,7 +139,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly teams: TeamsService,
     private readonly runs: RunsService,
     private readonly runsRepo: RunsRepository,
-    private readonly boards: LeaderboardsService,
+    private readonly boards: PublicSnapshots,
     private readonly registry: BenchmarkRegistry,
     private readonly agents: AgentsService,
     private readonly agentEvents: AgentEvents,
@@ -178,6 +188,11 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines))
         void this.channels.deliver(payload.runId, payload.lines);
     });
+    this.nsp.on(REMOTE_PUBLIC_CHANGED, (change: unknown) => {
+      if (isPublicChange(change)) this.boards.apply(change);
+    });
+    if (this.sockets.clustered)
+      this.boards.crossReplica((change) => this.nsp.serverSideEmit(REMOTE_PUBLIC_CHANGED, change));
     this.nsp.on(REMOTE_ACCESS_LOST, (lost: AccessLost) => {
       if (lost && typeof lost.reason === 'string' && lost.reason in ACCESS_MESSAGES)
         this.accessLostHere(lost);
@@ -217,24 +232,53 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   onModuleDestroy(): void {
     for (const u of this.unsubscribe) u();
-    for (const t of this.boardTimers.values()) clearTimeout(t);
+    for (const b of this.boardBroadcasts.values()) {
+      if (b.immediate) clearImmediate(b.immediate);
+      if (b.timer) clearTimeout(b.timer);
+    }
     if (this.agentsTimer) clearTimeout(this.agentsTimer);
     if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
-  /** A burst of changes to one board costs one read and one broadcast, at the end of the window. */
+  /**
+   * The first change to a quiet board is broadcast on the next turn of the event loop; changes while
+   * that one is due ride along, and changes within the window after it cost one trailing broadcast.
+   */
   leaderboardChanged(benchmarkId: string): void {
-    if (this.boardTimers.has(benchmarkId)) return;
-    const timer = setTimeout(() => {
-      this.boardTimers.delete(benchmarkId);
-      this.boards
-        .get(benchmarkId)
-        .then((leaderboard) =>
-          this.nsp.to(`leaderboard:${benchmarkId}`).emit('leaderboard.update', { leaderboard }),
-        )
-        .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
-    }, LEADERBOARD_COALESCE_MS);
-    this.boardTimers.set(benchmarkId, timer);
+    const due = this.boardBroadcasts.get(benchmarkId);
+    if (due) {
+      if (!due.immediate) due.pending = true;
+      return;
+    }
+    const state: BoardBroadcast = { pending: false };
+    this.boardBroadcasts.set(benchmarkId, state);
+    const window = () => {
+      state.timer = setTimeout(() => {
+        state.timer = undefined;
+        if (!state.pending) {
+          this.boardBroadcasts.delete(benchmarkId);
+          return;
+        }
+        state.pending = false;
+        this.broadcastBoard(benchmarkId);
+        window();
+      }, LEADERBOARD_COALESCE_MS);
+    };
+    state.immediate = setImmediate(() => {
+      state.immediate = undefined;
+      this.broadcastBoard(benchmarkId);
+      window();
+    });
+  }
+
+  /** One snapshot (the one REST reads serve), encoded once by socket.io for the whole room. */
+  private broadcastBoard(benchmarkId: string): void {
+    this.boards
+      .leaderboard(benchmarkId)
+      .then(({ view: leaderboard }) =>
+        this.nsp.to(`leaderboard:${benchmarkId}`).emit('leaderboard.update', { leaderboard }),
+      )
+      .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
   }
 
   private agentsChanged(): void {
@@ -412,7 +456,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (!this.registry.get(benchmarkId))
         return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
       await socket.join(`leaderboard:${benchmarkId}`);
-      return { ok: true, leaderboard: await this.boards.get(benchmarkId) };
+      return { ok: true, leaderboard: (await this.boards.leaderboard(benchmarkId)).view };
     });
     this.on(socket, 'leaderboard.leave', async ({ benchmarkId }) => {
       await socket.leave(`leaderboard:${benchmarkId}`);

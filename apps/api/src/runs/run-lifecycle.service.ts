@@ -350,11 +350,13 @@ export class RunLifecycleService {
   }
 
   private async announceFinal(run: RunEntity): Promise<void> {
+    // First, before any other read: the public board snapshots drop the old board at once, so a
+    // client that sees the run succeeded never reads the board without it.
+    if (run.mode === 'official' && run.status === 'succeeded')
+      this.bus.emit('leaderboard.changed', { benchmarkId: run.benchmarkId });
     const view = await this.runsService.view(run);
     this.bus.emit('run.status', { run: view });
     this.bus.emit('run.result', { runId: run.id, result: await this.runsService.resultOf(run) });
     this.bus.emit('run.finished', { runId: run.id, agentId: run.agentId, slot: run.slot });
-    if (run.mode === 'official' && run.status === 'succeeded')
-      this.bus.emit('leaderboard.changed', { benchmarkId: run.benchmarkId });
   }
 }

@@ -104,6 +104,7 @@ export class TeamsService {
       throw conflict('already_member', `You are already a member of ${team.name}.`);
     }
     await this.teams.addMember(team.id, principal.user.id, 'member');
+    this.bus.emit('team.member_joined', { teamId: team.id, userId: principal.user.id });
     return this.detail(principal, team.id);
   }
 

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { UserView } from '@dryft/libs';
+import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { UserEntity } from './user.entity';
 import { UsersRepository } from './users.repository';
@@ -16,6 +17,7 @@ export class UsersService {
   constructor(
     private readonly users: UsersRepository,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly bus: EventBus,
   ) {}
 
   isAdmin(user: UserEntity): boolean {
@@ -37,26 +39,36 @@ export class UsersService {
   async upsertFromGithub(profile: GithubProfile): Promise<UserEntity> {
     const existing = await this.users.findByGithubId(profile.id);
     if (existing) {
-      return this.users.save({
+      const saved = await this.users.save({
         ...existing,
         login: profile.login,
         name: profile.name,
         avatarUrl: profile.avatarUrl,
       });
+      if (
+        existing.login !== profile.login ||
+        existing.name !== profile.name ||
+        existing.avatarUrl !== profile.avatarUrl
+      )
+        this.bus.emit('user.profile_changed', { userId: existing.id });
+      return saved;
     }
     const sameLogin = await this.users.findByLogin(profile.login);
     if (sameLogin && sameLogin.githubId === null) {
       // A dev sign-in user with this login becomes the GitHub user (development databases only).
-      return this.users.save({
+      const saved = await this.users.save({
         ...sameLogin,
         githubId: profile.id,
         name: profile.name,
         avatarUrl: profile.avatarUrl,
       });
+      this.bus.emit('user.profile_changed', { userId: sameLogin.id });
+      return saved;
     }
     if (sameLogin) {
       // GitHub reassigned the login: the old holder keeps their account under a marked login.
       await this.users.save({ ...sameLogin, login: `${sameLogin.login}~${sameLogin.githubId}` });
+      this.bus.emit('user.profile_changed', { userId: sameLogin.id });
     }
     return this.users.save({
       githubId: profile.id,

@@ -94,7 +94,16 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
   }
   let res: Response;
   try {
-    res = await fetch(path, { method, headers, body, credentials: 'same-origin', signal: opts.signal });
+    // 'no-cache': the app's own reads always revalidate (a public read answers 304 from memory), so
+    // a change shows at once in the tab that made it, whatever max-age the response carries.
+    res = await fetch(path, {
+      method,
+      headers,
+      body,
+      credentials: 'same-origin',
+      signal: opts.signal,
+      cache: 'no-cache',
+    });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiError(0, 'network', 'Cannot reach the hub: check your connection and try again.');
