@@ -4,10 +4,11 @@ import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, FinalRefusal, RunFinis
 import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
-import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
+import { isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { SocketServer } from '../live/socket-server';
+import { authenticatedHandshake, describeIssues, onAcked } from '../live/socket-handlers';
 import { RunLifecycleService } from '../runs/run-lifecycle.service';
 import { AgentConnections } from './agent-connections';
 import { AgentsService } from './agents.service';
@@ -48,23 +49,15 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     this.nsp = this.sockets.io.of('/agents');
-    this.nsp.use((socket, next) => {
-      this.agents
-        .authenticate((socket.handshake.auth as { token?: unknown } | undefined)?.token)
-        .then((agent) => {
-          socket.data.agentId = agent.id;
-          socket.data.agentName = agent.name;
-          next();
-        })
-        .catch((err: unknown) => {
-          // The database being down is said as such, never as an authentication failure.
-          const e = err instanceof AppError ? err : isDatabaseUnavailable(err) ? databaseUnavailable() : null;
-          if (!e) this.logger.error(`agent handshake failed: ${(err as Error).stack ?? err}`);
-          const refusal = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
-          refusal.data = { code: e?.code ?? 'internal_error' };
-          next(refusal);
-        });
-    });
+    this.nsp.use(
+      authenticatedHandshake(this.logger, 'agent', async (socket) => {
+        const agent = await this.agents.authenticate(
+          (socket.handshake.auth as { token?: unknown } | undefined)?.token,
+        );
+        socket.data.agentId = agent.id;
+        socket.data.agentName = agent.name;
+      }),
+    );
     this.nsp.on('connection', (socket) => this.onConnection(socket));
     this.unsubscribe.push(
       this.bus.on('run.cancel_requested', ({ runId, agentId, reason }) => {
@@ -168,42 +161,32 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     event: E,
     handler: (payload: Payload<E>) => Promise<unknown>,
   ): void {
-    const schema = AgentToServer[event];
-    socket.on(event as string, (raw: unknown, ack?: unknown) => {
-      const reply: Ack = typeof ack === 'function' ? (ack as Ack) : () => undefined;
-      const parsed = schema.safeParse(raw);
-      if (!parsed.success) {
-        const error = parsed.error.issues
-          .slice(0, 5)
-          .map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`)
-          .join('; ');
-        this.logger.warn(`agent ${socket.data.agentName as string}: malformed ${event}: ${error}`);
+    const name = socket.data.agentName as string;
+    onAcked(socket, event, AgentToServer[event] as unknown as z.ZodType<Payload<E>>, {
+      handle: handler,
+      malformed: (message, error) => {
+        const first = describeIssues(error, 5);
+        this.logger.warn(`agent ${name}: malformed ${event}: ${first}`);
         // Resending the same message cannot help: a final refusal, so the agent stops retrying.
         const refusal: FinalRefusal = {
           ok: false,
           final: true,
           code: 'invalid_payload',
-          error: `malformed ${event}, refused for good (do not resend): ${error}`,
+          error: `malformed ${event}, refused for good (do not resend): ${first}`,
         };
-        reply(refusal);
-        return;
-      }
-      handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
-        if (isDatabaseUnavailable(err)) {
-          reply({ ok: false, error: "The hub's database is unavailable right now; resend later." });
-          return;
-        }
+        return refusal;
+      },
+      failed: (err) => {
+        if (isDatabaseUnavailable(err))
+          return { ok: false, error: "The hub's database is unavailable right now; resend later." };
         if (err instanceof AppError && err.status < 500) {
+          this.logger.warn(`agent ${name}: ${event} refused: ${err.message}`);
           const refusal: FinalRefusal = { ok: false, final: true, code: err.code, error: err.message };
-          this.logger.warn(`agent ${socket.data.agentName as string}: ${event} refused: ${err.message}`);
-          reply(refusal);
-          return;
+          return refusal;
         }
-        this.logger.error(
-          `agent ${socket.data.agentName as string}: ${event} failed: ${(err as Error).stack ?? err}`,
-        );
-        reply({ ok: false, error: 'The server could not process this; resend later.' });
-      });
+        this.logger.error(`agent ${name}: ${event} failed: ${(err as Error).stack ?? err}`);
+        return { ok: false, error: 'The server could not process this; resend later.' };
+      },
     });
   }
 
