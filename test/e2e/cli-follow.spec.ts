@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startQuickstart, type Quickstart } from '../support/quickstart';
@@ -17,7 +18,8 @@ const ENGINE = path.join(ROOT, 'starters/toy-decode/engine');
 
 beforeAll(async () => {
   hub = await startQuickstart({ agent: false });
-  agent = await FakeAgent.streaming(hub.url, path.join(hub.dataDir, 'local-agent.token'), {
+  const agentToken = readFileSync(path.join(hub.dataDir, 'local-agent.token'), 'utf8').trim();
+  agent = await FakeAgent.streaming(hub.url, agentToken, {
     lines: 80,
     intervalMs: 60,
   });

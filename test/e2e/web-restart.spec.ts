@@ -2,11 +2,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { io, type Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
 import { ApiProc, HttpUser, startApi, stopProc, toyStarter, until } from '../support/agent-helpers';
 import { createTestDatabase } from '../support/db';
+import { FakeAgent } from '../support/fake-agent';
 import { hasChromium } from '../support/prerequisites';
 import { freePort, ROOT } from '../support/quickstart';
 
@@ -19,130 +18,13 @@ import { freePort, ROOT } from '../support/quickstart';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LINES = 240;
 
-/**
- * An agent on the real /agents protocol that survives hub restarts the way the real one does:
- * it reconnects, reports the run it holds with the last acknowledged batch, and resends the rest.
- * It writes one line per batch at a steady pace, then succeeds.
- */
-class RestartProofAgent {
-  socket!: Socket;
-  private acked = 0;
-  private runId: string | null = null;
-  private stopped = false;
-
-  constructor(
-    private readonly url: string,
-    private readonly token: string,
-  ) {}
-
-  start(): void {
-    this.socket = io(`${this.url}/agents`, {
-      auth: { token: this.token },
-      transports: ['websocket'],
-      reconnection: false,
-    });
-    const again = () => {
-      if (!this.stopped) setTimeout(() => !this.socket.connected && this.socket.connect(), 300);
-    };
-    this.socket.on('disconnect', again);
-    this.socket.on('connect_error', again);
-    this.socket.on('connect', () => void this.ready());
-    this.socket.on('run.assign', (raw: unknown, ack: (a: unknown) => void) => {
-      const assign = RunAssign.parse(raw);
-      ack({ accepted: true });
-      this.runId = assign.runId;
-      this.acked = 0;
-      void this.play(assign.runId);
-    });
-    const beat = setInterval(() => {
-      if (this.socket.connected)
-        this.socket.emit('agent.heartbeat', { activeRuns: this.runId ? [this.runId] : [] }, () => undefined);
-    }, 2_000);
-    beat.unref();
-  }
-
-  private async ready(): Promise<void> {
-    const raw: unknown = await this.socket.timeout(10_000).emitWithAck('agent.ready', {
-      capabilities: {
-        accelerator: 'cpu',
-        gpuModel: null,
-        gpuCount: 0,
-        driver: null,
-        harnessVersion: 'scripted',
-        agentVersion: 'scripted',
-        benchmarks: [],
-      },
-      slots: [{ index: 0, gpus: [] }],
-      activeRuns: this.runId ? [{ runId: this.runId, lastAckedSeq: this.acked }] : [],
-    });
-    const ack = AgentReadyAck.parse(raw);
-    for (const r of ack.runs) if (r.runId === this.runId) this.acked = Math.max(this.acked, r.ackedSeq);
-  }
-
-  /** Sends until acknowledged, across disconnects. */
-  private async send(event: string, payload: unknown): Promise<unknown> {
-    for (;;) {
-      if (this.socket.connected) {
-        try {
-          return await this.socket.timeout(5_000).emitWithAck(event, payload);
-        } catch {
-          /* no ack: resend */
-        }
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-
-  private async play(runId: string): Promise<void> {
-    await this.send('run.started', { runId });
-    for (let n = 1; n <= LINES; n++) {
-      while (this.acked < n) {
-        const ack = BatchAck.safeParse(
-          await this.send('run.batch', {
-            runId,
-            seq: n,
-            entries: [{ type: 'log', n, ts: Date.now(), stream: 'out', text: `restart line ${n}` }],
-          }),
-        );
-        if (ack.success) this.acked = Math.max(this.acked, ack.data.ackedSeq);
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    for (;;) {
-      const ack = (await this.send('run.finished', {
-        runId,
-        lastSeq: LINES,
-        canceled: false,
-        exitCode: 0,
-        result: {
-          type: 'result',
-          status: 'succeeded',
-          failureCode: null,
-          message: 'scripted',
-          score: null,
-          workloads: [],
-          metrics: {},
-        },
-      })) as { ok?: boolean };
-      if (ack?.ok) break;
-      await new Promise((r) => setTimeout(r, 300));
-    }
-    this.runId = null;
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.socket?.close();
-  }
-}
-
 describe.skipIf(!hasChromium())('web run page across an API restart', () => {
   let db: { url: string; drop: () => Promise<void> };
   let api: ApiProc | undefined;
   let port: number;
   let dataDir: string;
   let ctx: BrowserContext | undefined;
-  let agent: RestartProofAgent | undefined;
+  let agent: FakeAgent | undefined;
   const dirs: string[] = [];
   const ORG = 'restart-org';
 
@@ -158,7 +40,7 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
     await boot();
   });
   afterAll(async () => {
-    agent?.stop();
+    agent?.close();
     await ctx?.close();
     await stopProc(api);
     await db?.drop().catch(() => undefined);
@@ -169,8 +51,12 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
     const url = `http://127.0.0.1:${port}`;
     const org = await HttpUser.signIn(url, ORG);
     const { token } = await org.createAgent('restart-box');
-    agent = new RestartProofAgent(url, token);
-    agent.start();
+    // Survives the restart the way the real agent does: reconnects, reports the run, resends.
+    agent = await FakeAgent.streaming(url, token, {
+      lines: LINES,
+      intervalMs: 25,
+      text: (n) => `restart line ${n}`,
+    });
     const owner = await HttpUser.signIn(url, 'restart-owner');
     await owner.createTeam();
 

@@ -1,12 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { io, Socket } from 'socket.io-client';
-import { RunAssign } from '@dryft/libs';
+import { AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
 import type { AgentCapabilities, HarnessEvent, HarnessResultEvent } from '@dryft/libs';
 
 /** A steady run: `lines` log lines, one batch each, `intervalMs` apart, then a verdict. */
 export interface Script {
   lines: number;
   intervalMs: number;
+  /** The text of line n (default `scripted line n`). */
+  text?: (n: number) => string;
 }
 
 /**
@@ -15,8 +16,9 @@ export interface Script {
  * default). It records what dispatch assigns (the spec, with the cached baseline the hub looked up)
  * and accepts each assignment unless `accept` is false; a test then reports harness events and
  * verdicts as the real agent does (`events`, `finish`), or lets it play a `Script` on its own
- * (`FakeAgent.streaming`: reconnects, heartbeats, a steady stream of lines). The real agent process
- * is exercised by the end-to-end tests.
+ * (`FakeAgent.streaming`). A streaming agent survives cuts and hub restarts the way the real one
+ * does: it reconnects, reports the run it holds with its last acknowledged batch, and resends
+ * everything until it is acknowledged. The real agent process is exercised by the e2e tests.
  */
 export class FakeAgent {
   readonly socket: Socket;
@@ -32,6 +34,10 @@ export class FakeAgent {
   };
   private readonly seq = new Map<string, number>();
   private script?: Script;
+  /** Streaming: the run being played and its last acknowledged batch. */
+  private playing: string | null = null;
+  private acked = 0;
+  private stopped = false;
 
   constructor(
     url: string,
@@ -54,20 +60,64 @@ export class FakeAgent {
   }
 
   /**
-   * An agent that plays `script` on every run it is given, with the token the hub wrote for the
-   * local agent: it reconnects and says ready after every connect, and heartbeats every 2 s.
+   * An agent that plays `script` on every run it is given. It reconnects by itself (also after the
+   * hub's own disconnect at shutdown), says ready after every connect with the run it holds, and
+   * heartbeats every 2 s.
    */
-  static async streaming(url: string, tokenFile: string, script: Script): Promise<FakeAgent> {
-    const agent = new FakeAgent(url, readFileSync(tokenFile, 'utf8').trim(), { reconnection: true });
+  static async streaming(url: string, token: string, script: Script): Promise<FakeAgent> {
+    const agent = new FakeAgent(url, token);
     agent.script = script;
-    agent.socket.on('connect', () => void agent.ready().catch(() => undefined));
+    const again = () => {
+      if (!agent.stopped) setTimeout(() => !agent.socket.connected && agent.socket.connect(), 300).unref();
+    };
+    agent.socket.on('disconnect', again);
+    agent.socket.on('connect_error', again);
+    agent.socket.on('connect', () => void agent.hello().catch(() => undefined));
     await agent.connected();
-    const beat = setInterval(
-      () => agent.socket.emit('agent.heartbeat', { activeRuns: [] }, () => undefined),
-      2000,
-    );
-    agent.socket.once('disconnect', () => clearInterval(beat));
+    const beat = setInterval(() => {
+      if (agent.socket.connected)
+        agent.socket.emit(
+          'agent.heartbeat',
+          { activeRuns: agent.playing ? [agent.playing] : [] },
+          () => undefined,
+        );
+    }, 2000);
+    beat.unref();
     return agent;
+  }
+
+  /** agent.ready of a streaming agent: the run it plays, from its last acknowledged batch. */
+  private async hello(): Promise<void> {
+    const raw: unknown = await this.socket.timeout(10_000).emitWithAck('agent.ready', {
+      capabilities: {
+        accelerator: 'cpu',
+        gpuModel: null,
+        gpuCount: 0,
+        driver: null,
+        harnessVersion: 'scripted',
+        agentVersion: 'scripted',
+        benchmarks: [],
+      },
+      slots: [{ index: 0, gpus: [] }],
+      activeRuns: this.playing ? [{ runId: this.playing, lastAckedSeq: this.acked }] : [],
+    });
+    const ack = AgentReadyAck.parse(raw);
+    for (const r of ack.runs) if (r.runId === this.playing) this.acked = Math.max(this.acked, r.ackedSeq);
+  }
+
+  /** Sends until acknowledged, across disconnects and restarts. */
+  private async send(event: string, payload: unknown): Promise<unknown> {
+    for (;;) {
+      if (this.stopped) throw new Error('stopped');
+      if (this.socket.connected) {
+        try {
+          return await this.socket.timeout(5_000).emitWithAck(event, payload);
+        } catch {
+          /* no ack: resend */
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   private connected(): Promise<void> {
@@ -120,28 +170,39 @@ export class FakeAgent {
   }
 
   private async play(runId: string, script: Script): Promise<void> {
-    const s = this.socket;
-    await s.timeout(5000).emitWithAck('run.started', { runId });
-    let seq = 0;
+    this.playing = runId;
+    this.acked = 0;
+    const text = script.text ?? ((n: number) => `scripted line ${n}`);
+    await this.send('run.started', { runId });
     for (let n = 1; n <= script.lines; n++) {
-      seq += 1;
-      await s.timeout(5000).emitWithAck('run.batch', {
-        runId,
-        seq,
-        entries: [{ type: 'log', n, ts: Date.now(), stream: 'out', text: `scripted line ${n}` }],
-      });
+      while (this.acked < n) {
+        const ack = BatchAck.safeParse(
+          await this.send('run.batch', {
+            runId,
+            seq: n,
+            entries: [{ type: 'log', n, ts: Date.now(), stream: 'out', text: text(n) }],
+          }),
+        );
+        if (ack.success) this.acked = Math.max(this.acked, ack.data.ackedSeq);
+      }
       await new Promise((r) => setTimeout(r, script.intervalMs));
     }
-    await s.timeout(5000).emitWithAck('run.finished', {
-      runId,
-      lastSeq: seq,
-      canceled: false,
-      exitCode: 0,
-      result: { type: 'result', ...this.result, workloads: [], metrics: {} },
-    });
+    for (;;) {
+      const ack = (await this.send('run.finished', {
+        runId,
+        lastSeq: script.lines,
+        canceled: false,
+        exitCode: 0,
+        result: { type: 'result', ...this.result, workloads: [], metrics: {} },
+      })) as { ok?: boolean };
+      if (ack?.ok) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    this.playing = null;
   }
 
   close(): void {
+    this.stopped = true;
     this.socket.close();
   }
 }
