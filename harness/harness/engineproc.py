@@ -24,20 +24,15 @@ from typing import Optional
 from . import jail
 from .channel import Channel, ChannelClosed, Deadline, ProtocolError, encode_generate, encode_json
 from .memory import Measurer, Monitor
+from .events import RunFailure
 from .paths import relative_to_submission
 
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 KILL_GRACE_SECONDS = 2.0
 
 
-class EngineFailure(Exception):
+class EngineFailure(RunFailure):
     """A verdict against the engine: code is one of the failure codes of events.ts."""
-
-    def __init__(self, code: str, message: str, detail: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.detail = detail
 
 
 @dataclass

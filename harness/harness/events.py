@@ -12,17 +12,20 @@ import os
 import threading
 from typing import Any, Optional
 
-FAILURE_CODES = (
-    "incorrect_output",
-    "candidate_error",
-    "timeout",
-    "latency_limit",
-    "memory_limit",
-    "unstable_timing",
-    "infra_error",
-    "harness_error",
-    "rule_violation",
-)
+from .schema import FAILURE_CODES  # noqa: F401 (from the generated schema; re-exported)
+
+
+class RunFailure(Exception):
+    """A failed run's verdict on its way to `EventWriter.result`: a failure code (FAILURE_CODES),
+    the message shown to the team, and an optional detail (a traceback, the first bad position).
+    Subclasses only say whose fault it is where a caller must tell them apart (engineproc's
+    EngineFailure: the engine's; decode's HarnessFailure: the evaluator's)."""
+
+    def __init__(self, code: str, message: str, detail: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.detail = detail
 
 
 def _clean(value: Any) -> Any:

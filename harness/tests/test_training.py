@@ -17,6 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from conftest import check_event as conftest_check_event
+
 import pytest
 
 # The training evaluator needs torch (Debian's python3-torch on CPU); without it these tests skip.
@@ -26,10 +28,6 @@ HARNESS = Path(__file__).resolve().parents[1]
 REPO = HARNESS.parent
 CORPUS = Path(__file__).resolve().parent / "training_corpus"
 SAMPLE = REPO / "starters" / "deep-recurrence" / "submission.py"
-FAILURE_CODES = {
-    "incorrect_output", "candidate_error", "timeout", "latency_limit", "memory_limit",
-    "unstable_timing", "infra_error", "harness_error", "rule_violation",
-}
 
 
 def base_spec(**over):
@@ -62,28 +60,10 @@ def base_spec(**over):
 
 
 def check_event(ev: dict) -> None:
-    """The zod shapes of events.ts, by hand (no Node here)."""
-    t = ev["type"]
-    if t == "log":
-        assert ev["level"] in ("info", "warn", "error") and isinstance(ev["message"], str)
-    elif t == "metric":
-        assert isinstance(ev["name"], str) and isinstance(ev["step"], int) and ev["step"] >= 0
-        assert isinstance(ev["value"], (int, float)) and ev["elapsedMs"] >= 0
-    elif t == "check":
-        assert isinstance(ev["name"], str) and isinstance(ev["passed"], bool) and isinstance(ev["detail"], str)
-    elif t == "sample":
-        assert isinstance(ev["workload"], str) and ev["index"] >= 0 and isinstance(ev["warmup"], bool)
-        assert ev["totalMs"] >= 0 and isinstance(ev["tokens"], int) and ev["tokens"] >= 0
-        assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["metrics"].values())
-    elif t == "result":
-        assert ev["status"] in ("succeeded", "failed")
-        assert ev["failureCode"] is None or ev["failureCode"] in FAILURE_CODES
-        assert isinstance(ev["message"], str) and isinstance(ev["workloads"], list)
-        assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["metrics"].values())
-    elif t == "child":  # for the agent only (HarnessChildEvent)
-        assert ev["role"] == "training" and ev["state"] in ("started", "stopped")
-    else:
-        raise AssertionError(f"unexpected event type {t}")
+    """The shapes of libs/src/harness/events.ts (the generated JSON Schema), plus a training run's own rule."""
+    conftest_check_event(ev)
+    if ev["type"] == "child":
+        assert ev["role"] == "training", ev
 
 
 def run_harness(tmp: Path, source: str, spec: dict, extra_files=(), env_extra=None, timeout=120):

@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startQuickstart, type Quickstart } from '../support/quickstart';
 import { ROOT, runCli, spawnCli, TcpProxy, teamToken } from '../support/cli';
-import { ScriptedAgent } from '../support/cli-scripted-agent';
+import { FakeAgent } from '../support/fake-agent';
 
 /**
  * `dryft logs --follow` through a TCP proxy that the test cuts and restores in the middle of a
@@ -11,22 +12,22 @@ import { ScriptedAgent } from '../support/cli-scripted-agent';
  * lands in the middle of the stream every time.
  */
 let hub: Quickstart;
-let agent: ScriptedAgent;
+let agent: FakeAgent;
 let token: string;
 const ENGINE = path.join(ROOT, 'starters/toy-decode/engine');
 
 beforeAll(async () => {
   hub = await startQuickstart({ agent: false });
-  agent = new ScriptedAgent(hub.url, path.join(hub.dataDir, 'local-agent.token'), {
+  const agentToken = readFileSync(path.join(hub.dataDir, 'local-agent.token'), 'utf8').trim();
+  agent = await FakeAgent.streaming(hub.url, agentToken, {
     lines: 80,
     intervalMs: 60,
   });
-  await agent.start();
   ({ token } = await teamToken(hub.url, 'cli-follow'));
 });
 
 afterAll(async () => {
-  agent?.stop();
+  agent?.close();
   await hub?.close();
 });
 

@@ -5,9 +5,9 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiProc, HttpUser, startApi, stopProc, toyStarter, until } from '../support/agent-helpers';
 import { createTestDatabase } from '../support/db';
+import { FakeAgent } from '../support/fake-agent';
 import { hasChromium } from '../support/prerequisites';
 import { freePort, ROOT } from '../support/quickstart';
-import { SteadyAgent } from '../support/steady-agent';
 
 /**
  * Issue 14, item 5: the run page keeps streaming across a clean API restart. The API process is
@@ -24,7 +24,7 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
   let port: number;
   let dataDir: string;
   let ctx: BrowserContext | undefined;
-  let agent: SteadyAgent | undefined;
+  let agent: FakeAgent | undefined;
   const dirs: string[] = [];
   const ORG = 'restart-org';
 
@@ -40,7 +40,7 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
     await boot();
   });
   afterAll(async () => {
-    agent?.stop();
+    agent?.close();
     await ctx?.close();
     await stopProc(api);
     await db?.drop().catch(() => undefined);
@@ -51,13 +51,12 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
     const url = `http://127.0.0.1:${port}`;
     const org = await HttpUser.signIn(url, ORG);
     const { token } = await org.createAgent('restart-box');
-    agent = new SteadyAgent(url, token, {
+    // Survives the restart the way the real agent does: reconnects, reports the run, resends.
+    agent = await FakeAgent.streaming(url, token, {
       lines: LINES,
-      perBatch: 1,
       intervalMs: 25,
       text: (n) => `restart line ${n}`,
     });
-    agent.start();
     const owner = await HttpUser.signIn(url, 'restart-owner');
     await owner.createTeam();
 

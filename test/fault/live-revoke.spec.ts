@@ -7,7 +7,7 @@ import { ApiProc, HttpUser, startApi, stopProc, toyStarter, until } from '../sup
 import { spawnCli } from '../support/cli';
 import { createTestDatabase } from '../support/db';
 import { freePort, ROOT } from '../support/quickstart';
-import { SteadyAgent } from '../support/steady-agent';
+import { FakeAgent } from '../support/fake-agent';
 
 /**
  * Issue 14, item 3, with real processes: the API (`node apps/api/dist/main.js`), a 20,000-line run
@@ -22,7 +22,7 @@ describe('fault: a token revoked under a 20,000-line live stream', () => {
   let db: { url: string; drop: () => Promise<void> };
   let api: ApiProc | undefined;
   let dataDir: string;
-  let agent: SteadyAgent | undefined;
+  let agent: FakeAgent | undefined;
   let keeper: Socket | undefined;
 
   beforeAll(async () => {
@@ -32,7 +32,7 @@ describe('fault: a token revoked under a 20,000-line live stream', () => {
     api = await startApi({ dbUrl: db.url, port: await freePort(), dataDir, env: { ADMIN_LOGINS: 'fr-org' } });
   });
   afterAll(async () => {
-    agent?.stop();
+    agent?.close();
     keeper?.close();
     await stopProc(api);
     await db?.drop().catch(() => undefined);
@@ -42,12 +42,11 @@ describe('fault: a token revoked under a 20,000-line live stream', () => {
   it('the CLI stops at once with the reason and prints nothing stored after the revoke; the owner gets all 20,000 lines', async () => {
     const url = api!.url;
     const org = await HttpUser.signIn(url, 'fr-org');
-    agent = new SteadyAgent(url, (await org.createAgent('fr-box')).token, {
+    agent = await FakeAgent.streaming(url, (await org.createAgent('fr-box')).token, {
       lines: LINES,
       perBatch: 100,
       intervalMs: 20,
     });
-    agent.start();
     const owner = await HttpUser.signIn(url, 'fr-owner');
     const teamId = (await owner.createTeam()).id;
     const created = (await owner.post(`/api/teams/${teamId}/tokens`, { name: 'follower' })).body as {

@@ -1,78 +1,25 @@
 import { createHash } from 'node:crypto';
-import { io, Socket } from 'socket.io-client';
+import { io } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunAssign } from '@dryft/libs';
 import { HttpUser, toyStarter, until } from '../support/agent-helpers';
+import { FakeAgent } from '../support/fake-agent';
 import { startTestHub, TestHub } from '../support/hub';
 
-/** A scripted agent speaking the real `/agents` protocol over socket.io. */
-class ScriptedAgent {
-  readonly socket: Socket;
-  readonly assigned: RunAssign[] = [];
-  accept = true;
-
-  constructor(
-    url: string,
-    readonly token: string,
-  ) {
-    this.socket = io(`${url}/agents`, {
-      auth: { token },
-      transports: ['websocket'],
-      forceNew: true,
-      reconnection: false,
-    });
-    this.socket.on('run.assign', (a: RunAssign, ack: (r: unknown) => void) => {
-      this.assigned.push(a);
-      ack({ accepted: this.accept, reason: this.accept ? undefined : 'busy' });
-    });
-  }
-
-  async ready(slots = 1) {
-    await new Promise<void>((resolve, reject) => {
-      if (this.socket.connected) resolve();
-      this.socket.once('connect', () => resolve());
-      this.socket.once('connect_error', reject);
-    });
-    return this.socket.emitWithAck('agent.ready', {
-      capabilities: {
-        accelerator: 'cpu',
-        gpuModel: null,
-        gpuCount: 0,
-        driver: null,
-        harnessVersion: 'test',
-        agentVersion: 'test',
-        benchmarks: [],
-      },
-      slots: Array.from({ length: slots }, (_, index) => ({ index, gpus: [] })),
-      activeRuns: [],
-    });
-  }
-
-  finish(runId: string, lastSeq: number) {
-    return this.socket.emitWithAck('run.finished', {
-      runId,
-      lastSeq,
-      canceled: false,
-      exitCode: 0,
-      result: {
-        type: 'result',
-        status: 'succeeded',
-        failureCode: null,
-        message: 'ok',
-        score: 120,
-        workloads: [],
-        metrics: {},
-      },
-    });
-  }
-}
+const SUCCEEDED = {
+  status: 'succeeded',
+  failureCode: null,
+  message: 'ok',
+  score: 120,
+  workloads: [],
+  metrics: {},
+} as const;
 
 describe('agents: organizer routes, pushed dispatch, downloads and the protocol', () => {
   let hub: TestHub;
   let org: HttpUser;
   let alice: HttpUser;
   let bob: HttpUser;
-  const agents: ScriptedAgent[] = [];
+  const agents: FakeAgent[] = [];
 
   beforeAll(async () => {
     hub = await startTestHub({ env: { ADMIN_LOGINS: 'agents-org', AGENT_LEASE_SECONDS: '30' } });
@@ -89,9 +36,9 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
 
   const scripted = async (name: string, slots = 1) => {
     const { token } = await org.createAgent(name);
-    const a = new ScriptedAgent(hub.baseUrl, token);
+    const a = new FakeAgent(hub.baseUrl, token);
     agents.push(a);
-    const ack = await a.ready(slots);
+    const ack = await a.ready({ slots });
     expect(ack.ok).toBe(true);
     return a;
   };
@@ -175,8 +122,8 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
       activeRuns: [run.id, '00000000-0000-0000-0000-000000000000'],
     });
     expect(hb.stop).toEqual(['00000000-0000-0000-0000-000000000000']);
-    expect((await a.finish(run.id, 1)).ok).toBe(true);
-    expect((await a.finish(run.id, 1)).ok).toBe(true); // idempotent
+    expect((await a.finish(run.id, SUCCEEDED, 1)).ok).toBe(true);
+    expect((await a.finish(run.id, SUCCEEDED, 1)).ok).toBe(true); // idempotent
     const done = await alice.run(run.id);
     expect(done.status).toBe('succeeded');
     expect(done.lastLogSeq).toBe(1);
@@ -193,9 +140,9 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     await until('two assignments', () => box.assigned.length >= 2, 5_000);
     // Oldest first, but a team already running goes after one that is not: a1 and b1, not a1 and a2.
     expect(box.assigned.map((x) => x.runId).sort()).toEqual([a1.id, b1.id].sort());
-    for (const x of box.assigned) await box.finish(x.runId, 0);
+    for (const x of box.assigned) await box.finish(x.runId, SUCCEEDED, 0);
     await until('a2 assigned', () => box.assigned.find((x) => x.runId === a2.id), 5_000);
-    await box.finish(a2.id, 0);
+    await box.finish(a2.id, SUCCEEDED, 0);
 
     // An official run takes the CPU box alone; a public run waits until it is done.
     const off = await alice.startRun(subA, 'official');
@@ -204,7 +151,7 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     await new Promise((r) => setTimeout(r, 500));
     expect(box.assigned.find((x) => x.runId === pub.id)).toBeUndefined();
     expect((await bob.run(pub.id)).status).toBe('queued');
-    await box.finish(off.id, 0);
+    await box.finish(off.id, SUCCEEDED, 0);
     await until(
       'public assigned after the official run',
       () => box.assigned.find((x) => x.runId === pub.id),
@@ -213,7 +160,7 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
 
     // Refused: back to the queue (never started, nothing to fail).
     box.accept = false;
-    await box.finish(pub.id, 0);
+    await box.finish(pub.id, SUCCEEDED, 0);
     const refusedRun = await alice.startRun(subA);
     await until('refused', () => box.assigned.find((x) => x.runId === refusedRun.id), 5_000);
     await until('requeued', async () => (await alice.run(refusedRun.id)).status === 'queued', 5_000);
@@ -237,15 +184,15 @@ describe('fair queueing on a one-slot agent', () => {
     for (let i = 0; i < 4; i++) b.push(await burst.startRun(sb));
     const s1 = await single.startRun(ss); // queued after the whole burst
     const { token } = await org.createAgent('one-slot');
-    const box = new ScriptedAgent(hub.baseUrl, token);
+    const box = new FakeAgent(hub.baseUrl, token);
     try {
-      expect((await box.ready(1)).ok).toBe(true);
+      expect((await box.ready({ slots: 1 })).ok).toBe(true);
       const order: string[] = [];
       for (let i = 0; i < 3; i++) {
         await until(`assignment ${i + 1}`, () => box.assigned.length > i || null, 5_000);
         const runId = box.assigned[i].runId;
         order.push(runId);
-        await box.finish(runId, 0);
+        await box.finish(runId, SUCCEEDED, 0);
       }
       // The oldest run first, then the team not yet served, then the burst again.
       expect(order).toEqual([b[0].id, s1.id, b[1].id]);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HarnessEvent, RunAssign, RunResultView, LeaderboardView, RankView } from '@dryft/libs';
 import { HttpUser, toyStarter, until } from '../support/agent-helpers';
 import { startTestHub, TestHub } from '../support/hub';
-import { ScriptedAgent } from '../support/scripted-agent';
+import { FakeAgent } from '../support/fake-agent';
 
 const ROOT = path.resolve(__dirname, '../..');
 const FIG = { totalMs: 60, ttftMs: 5, tpotMs: 3.5 };
@@ -35,7 +35,7 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
   let alice: HttpUser;
   let bob: HttpUser;
   let carol: HttpUser;
-  let agent: ScriptedAgent;
+  let agent: FakeAgent;
 
   beforeAll(async () => {
     hub = await startTestHub({ env: { ADMIN_LOGINS: 'scores-org' } });
@@ -47,7 +47,7 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
     carol = await HttpUser.signIn(hub.baseUrl, 'scores-carol');
     await carol.createTeam();
     const { token } = await org.createAgent('scores-cpu');
-    agent = new ScriptedAgent(hub.baseUrl, token);
+    agent = new FakeAgent(hub.baseUrl, token);
     expect((await agent.ready()).ok).toBe(true);
   });
   afterAll(async () => {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '@dryft/libs';
 import { HttpUser, toyStarter, until } from '../support/agent-helpers';
 import { ROOT, startTestHub, TestHub } from '../support/hub';
-import { ScriptedAgent } from '../support/scripted-agent';
+import { FakeAgent } from '../support/fake-agent';
 import { Clock } from '../../apps/api/src/common/clock';
 
 /** A clock the test moves forward (the hint to cancel comes after a definition-set time). */
@@ -20,7 +20,7 @@ describe('why a queued run waits: GET /api/runs/:id waiting, and the organizer q
   let org: HttpUser;
   let alice: HttpUser;
   const clock = new TestClock();
-  const agents: ScriptedAgent[] = [];
+  const agents: FakeAgent[] = [];
   const sample = readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py'));
 
   beforeAll(async () => {
@@ -39,7 +39,7 @@ describe('why a queued run waits: GET /api/runs/:id waiting, and the organizer q
 
   const agent = async (name: string, capabilities = {}, slots = 1) => {
     const { token } = await org.createAgent(name);
-    const a = new ScriptedAgent(hub.baseUrl, token);
+    const a = new FakeAgent(hub.baseUrl, token);
     agents.push(a);
     expect((await a.ready({ slots, capabilities })).ok).toBe(true);
     return a;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentConnections } from '../src/agents/agent-connections';
-import type { AgentsRepository } from '../src/agents/agents.repository';
-import { RunSweeper } from '../src/agents/run-sweeper.service';
+import { RunSweeper } from '../src/runs/run-sweeper.service';
+import type { RunQueue } from '../src/runs/run-queue';
 import { Clock } from '../src/common/clock';
 import type { Config } from '../src/config/config';
 import type { RunLifecycleService } from '../src/runs/run-lifecycle.service';
@@ -13,7 +13,7 @@ function sweeper(expired: { id: string; agentId: string }[] = []) {
     extendLeases: async (until: Date) => (calls.push(`extend ${until.getTime() - Date.now() > 8_000}`), 2),
     expiredLeases: async () => (calls.push('expired?'), expired),
     overdue: async () => (calls.push('overdue?'), []),
-  } as unknown as AgentsRepository;
+  } as unknown as RunQueue;
   const lifecycle = {
     failForLostLease: async (id: string) => (calls.push(`fail ${id}`), true),
     renewLeases: async (_a: string, ids: string[]) => void calls.push(`renew ${ids.join()}`),

@@ -56,6 +56,63 @@ const result = (
 });
 
 /**
+ * The verdict the agent reports for a run (null: the server ended it and already has the final
+ * state). Why it stopped decides first (a cancel, the whole-run deadline, the agent's shutdown);
+ * otherwise the harness's own verdict, or the preparation's failure; a harness that ended without
+ * one is the engine's fault only if the engine's code was running then, else the evaluator's.
+ */
+export function verdictFor(o: {
+  stopReason: StopReason | null;
+  stopMessage: string;
+  preparationFailure: HarnessResultEvent | null;
+  harnessResult: HarnessResultEvent | null;
+  untrustedRunning: boolean;
+  exitCode: number | null;
+}): { verdict: HarnessResultEvent; canceled: boolean } | null {
+  if (o.stopReason === 'lost') return null;
+  let verdict: HarnessResultEvent;
+  let canceled = false;
+  switch (o.stopReason) {
+    case 'cancel':
+      canceled = true;
+      verdict = result('failed', null, `Canceled: ${o.stopMessage}`);
+      break;
+    case 'deadline':
+      verdict = result(
+        'failed',
+        'timeout',
+        "The run exceeded the organizer's whole-run time limit and was stopped.",
+      );
+      break;
+    case 'shutdown':
+      verdict = result(
+        'failed',
+        'infra_error',
+        "The GPU agent was shut down during the run. This is not your engine's fault; retry once.",
+      );
+      break;
+    default:
+      verdict =
+        o.preparationFailure ??
+        o.harnessResult ??
+        (o.untrustedRunning
+          ? // The trusted side died while the submission's code ran (and only then): the engine
+            // is held responsible, as for any other way it makes the evaluation impossible.
+            result(
+              'failed',
+              'candidate_error',
+              `The evaluator was ended while your engine was running (exit ${o.exitCode ?? 'by signal'}), without a verdict: your engine is held responsible (it may have exhausted the machine's memory or attacked the evaluator).`,
+            )
+          : result(
+              'failed',
+              'harness_error',
+              `The evaluator ended without a verdict (exit ${o.exitCode ?? 'by signal'}); retry once and report it if it persists.`,
+            ));
+  }
+  return { verdict, canceled };
+}
+
+/**
  * One run on one slot, the CI-runner way: fetch the submission with the one-time URL and check its
  * sha256; unpack it into a fresh workspace; write the spec beside it, outside the workspace; start the
  * harness under node-pty inside bubblewrap; stream its output and its events; enforce the deadline;
@@ -482,49 +539,16 @@ export class RunExecutor {
     preparationFailure: HarnessResultEvent | null,
     exitCode: number | null,
   ): Promise<void> {
-    let verdict: HarnessResultEvent;
-    let canceled = false;
-    switch (this.stopReason) {
-      case 'cancel':
-        canceled = true;
-        verdict = result('failed', null, `Canceled: ${this.stopMessage}`);
-        break;
-      case 'deadline':
-        verdict = result(
-          'failed',
-          'timeout',
-          "The run exceeded the organizer's whole-run time limit and was stopped.",
-        );
-        break;
-      case 'shutdown':
-        verdict = result(
-          'failed',
-          'infra_error',
-          "The GPU agent was shut down during the run. This is not your engine's fault; retry once.",
-        );
-        break;
-      case 'lost':
-        verdict = result('failed', 'infra_error', 'The run was ended by the server.');
-        break;
-      default:
-        verdict =
-          preparationFailure ??
-          this.harnessResult ??
-          (this.untrustedRunning
-            ? // The trusted side died while the submission's code ran (and only then): the engine
-              // is held responsible, as for any other way it makes the evaluation impossible.
-              result(
-                'failed',
-                'candidate_error',
-                `The evaluator was ended while your engine was running (exit ${exitCode ?? 'by signal'}), without a verdict: your engine is held responsible (it may have exhausted the machine's memory or attacked the evaluator).`,
-              )
-            : result(
-                'failed',
-                'harness_error',
-                `The evaluator ended without a verdict (exit ${exitCode ?? 'by signal'}); retry once and report it if it persists.`,
-              ));
-    }
-    if (this.stopReason === 'lost') return; // the server already has the final state
+    const decided = verdictFor({
+      stopReason: this.stopReason,
+      stopMessage: this.stopMessage,
+      preparationFailure,
+      harnessResult: this.harnessResult,
+      untrustedRunning: this.untrustedRunning,
+      exitCode,
+    });
+    if (!decided) return; // the server already has the final state
+    const { verdict, canceled } = decided;
     await this.outbox.drained();
     await this.host.finished({
       runId: this.runId,

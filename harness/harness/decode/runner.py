@@ -34,6 +34,7 @@ import traceback
 from typing import Optional
 
 from ..engineproc import EngineFailure, EngineProcess, Sample
+from ..events import RunFailure
 from ..memory import make_measurer
 from ..spec import validate_decode_spec
 from . import pairing
@@ -43,12 +44,8 @@ ALLOWED_EXTENSIONS = (".py", ".pyi", ".yaml", ".yml", ".json", ".toml", ".txt", 
 FAILURE_ORDER = ("candidate_error", "timeout", "memory_limit", "incorrect_output", "latency_limit", "unstable_timing")
 
 
-class HarnessFailure(Exception):
+class HarnessFailure(RunFailure):
     """The evaluator (or its baseline) failed: never the candidate's fault."""
-
-    def __init__(self, code: str, message: str, detail: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.detail = code, message, detail
 
 
 def check_submission_files(root: str) -> Optional[str]:

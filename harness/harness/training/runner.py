@@ -23,6 +23,7 @@ import tempfile
 import time
 from typing import Optional
 
+from ..events import RunFailure
 from ..paths import relative_to_submission
 from .. import jail
 from . import protocol
@@ -35,12 +36,8 @@ CHILD_FAILURE_CODES = {"candidate_error", "rule_violation", "memory_limit", "tim
 HARNESS_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class RunFailed(Exception):
-    def __init__(self, code: str, message: str, detail: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.detail = detail
+# A failed training run's verdict: the one shape of every harness failure (events.RunFailure).
+RunFailed = RunFailure
 
 
 def _spec_paths_from_argv() -> list:

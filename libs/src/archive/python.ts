@@ -345,7 +345,7 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
         if (prefix.includes('b') && [...body].some((ch) => ch.charCodeAt(0) > 0x7f))
           throw new SyntaxFail(lineNo, col, 'bytes can only contain ASCII literal characters');
         if (!raw) {
-          const bad = badEscape(body, prefix.includes('b'));
+          const bad = escapeError(body, prefix.includes('b'));
           if (bad) throw new SyntaxFail(lineNo, col, bad);
         }
         push({
@@ -578,7 +578,11 @@ class Parser {
   fstringExpression(): void {
     this.expectOp('(');
     if (this.isKw('yield')) this.yieldExpr();
-    else this.starExpressions();
+    else {
+      // A lone `*x` is no value to format (`*a, b` is a tuple, and allowed).
+      const value = this.starExpressions();
+      if (value.kind === 'starred') this.fail(this.tokenAt(value), 'cannot use starred expression here');
+    }
     this.expectOp(')');
     if (this.cur().type !== 'end') this.fail();
   }
@@ -1742,36 +1746,6 @@ function namesOf(e: Expr): string[] {
   return [];
 }
 
-/**
- * The escapes CPython refuses when it compiles a (non-raw) literal: a \\x without two hex digits, and
- * in text (not bytes) a \\u / \\U without four / eight hex digits (or past U+10FFFF) and a \\N not
- * followed by {name}. Unknown escapes such as \\d are only a warning there, so they pass here too.
- */
-function badEscape(body: string, bytes: boolean): string | null {
-  const hex = (from: number, n: number) =>
-    /^[0-9a-fA-F]+$/.test(body.slice(from, from + n)) && body.length >= from + n;
-  for (let k = 0; k < body.length; k++) {
-    if (body[k] !== '\\') continue;
-    const e = body[k + 1];
-    if (e === 'x' && !hex(k + 2, 2))
-      return bytes
-        ? `(value error) invalid \\x escape at position ${k}`
-        : `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: truncated \\xXX escape`;
-    if (!bytes && e === 'u' && !hex(k + 2, 4))
-      return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: truncated \\uXXXX escape`;
-    if (!bytes && e === 'U') {
-      if (!hex(k + 2, 8))
-        return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: truncated \\UXXXXXXXX escape`;
-      if (parseInt(body.slice(k + 2, k + 10), 16) > 0x10ffff)
-        return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 9}: illegal Unicode character`;
-    }
-    if (!bytes && e === 'N' && (body[k + 2] !== '{' || body.indexOf('}', k + 3) === -1))
-      return `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${k + 1}: malformed \\N character escape`;
-    k += 1; // the escaped character is not the start of another escape
-  }
-  return null;
-}
-
 /** Checks the replacement fields of an f-string body (Python 3.11 rules). */
 function checkFString(tok: Token): void {
   const body = tok.body!;
@@ -2043,6 +2017,44 @@ export function checkSubmissionModule(mod: PythonModule): EntryPointProblem | nu
         column: last.column,
         message: `Submission(...) needs build_model and build_optimizer.`,
       };
+  }
+  return null;
+}
+
+/**
+ * The escapes CPython refuses when it compiles a (non-raw) literal: a truncated \x, \u or \U, a
+ * code point past U+10FFFF, a malformed \N{…} (str only: bytes keep \u, \U and \N as they are).
+ * The name inside \N{…} is not looked up. `body` keeps each escape as its two characters.
+ */
+function escapeError(body: string, bytes: boolean): string | null {
+  for (let k = 0; k < body.length; k++) {
+    if (body[k] !== '\\') continue;
+    const e = body[k + 1];
+    const codec = (end: number, what: string) =>
+      `(unicode error) 'unicodeescape' codec can't decode bytes in position ${k}-${end}: ${what}`;
+    const digits = (n: number) => /^[0-9a-fA-F]*/.exec(body.slice(k + 2, k + 2 + n))![0].length;
+    if (e === 'x') {
+      const n = digits(2);
+      if (n < 2)
+        return bytes
+          ? `(value error) invalid \\x escape at position ${k}`
+          : codec(k + 1 + n, 'truncated \\xXX escape');
+    } else if (!bytes && (e === 'u' || e === 'U')) {
+      const want = e === 'u' ? 4 : 8;
+      const n = digits(want);
+      if (n < want)
+        return codec(k + 1 + n, e === 'u' ? 'truncated \\uXXXX escape' : 'truncated \\UXXXXXXXX escape');
+      if (e === 'U' && parseInt(body.slice(k + 2, k + 10), 16) > 0x10ffff)
+        return codec(k + 9, 'illegal Unicode character');
+    } else if (!bytes && e === 'N') {
+      const name = /^\{[^}]*\}/.exec(body.slice(k + 2));
+      if (!name || name[0].length === 2)
+        return codec(
+          body[k + 2] === '{' && !name ? body.length - 1 : k + 1,
+          'malformed \\N character escape',
+        );
+    }
+    k += 1;
   }
   return null;
 }

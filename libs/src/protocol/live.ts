@@ -97,3 +97,6 @@ export const LiveServerToClient = {
 export type LiveServerEvents = {
   [K in keyof typeof LiveServerToClient]: z.infer<(typeof LiveServerToClient)[K]>;
 };
+
+/** The server's emits on `/live` as socket.io's typed event map: every emit is checked by the compiler. */
+export type LiveEmits = { [K in keyof LiveServerEvents]: (payload: LiveServerEvents[K]) => void };

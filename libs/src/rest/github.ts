@@ -79,3 +79,40 @@ export const ConnectionView = z.object({
   lastDelivery: DeliveryView.nullable(),
 });
 export type ConnectionView = z.infer<typeof ConnectionView>;
+
+/** GET /api/github/status: whether this hub has the GitHub App (public; always answers). */
+export const GithubStatus = z.discriminatedUnion('configured', [
+  z.object({ configured: z.literal(true), appSlug: z.string(), appUrl: z.string(), webUrl: z.string() }),
+  z.object({ configured: z.literal(false), message: z.string(), missing: z.array(z.string()).optional() }),
+]);
+export type GithubStatus = z.infer<typeof GithubStatus>;
+
+/** One repository the team's installations grant (GET /api/teams/:id/github/repositories). */
+export const GrantedRepository = z.object({
+  id: z.string(),
+  fullName: z.string(),
+  name: z.string(),
+  owner: z.string(),
+  defaultBranch: z.string(),
+  private: z.boolean(),
+  htmlUrl: z.string(),
+  installationId: z.string(),
+  /** This team's connection of it, if connected. */
+  connectionId: z.string().nullable(),
+  /** Connected to another team: it cannot be connected here. */
+  connectedElsewhere: z.boolean(),
+});
+export type GrantedRepository = z.infer<typeof GrantedRepository>;
+
+export const GrantedRepositories = z.object({
+  installations: z.array(
+    z.object({
+      installationId: z.string(),
+      account: z.string(),
+      accountType: z.string(),
+      createdAt: z.string(),
+    }),
+  ),
+  repositories: z.array(GrantedRepository),
+});
+export type GrantedRepositories = z.infer<typeof GrantedRepositories>;

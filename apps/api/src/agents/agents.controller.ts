@@ -22,7 +22,6 @@ import { UuidParam } from '../common/uuid.pipe';
 import { WaitingService } from '../runs/waiting.service';
 import { ArtifactStore } from '../submissions/artifact-store';
 import { AgentsGateway } from './agents.gateway';
-import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { CreateAgentDto, DrainAgentDto } from './dto';
 import { hashToken } from '@dryft/libs/node';
@@ -35,7 +34,6 @@ export class AgentsController {
   constructor(
     private readonly agents: AgentsService,
     private readonly gateway: AgentsGateway,
-    private readonly repo: AgentsRepository,
     private readonly artifacts: ArtifactStore,
     private readonly audit: AuditService,
     private readonly waiting: WaitingService,
@@ -121,7 +119,7 @@ export class AgentsController {
     @Res() res: Response,
   ): Promise<void> {
     const agent = await this.agents.authenticate(agentToken);
-    const found = await this.repo.consumeDownloadToken(hashToken(token), agent.id);
+    const found = await this.agents.consumeDownload(hashToken(token), agent.id);
     if (!found)
       throw gone(
         'download_used_or_unknown',

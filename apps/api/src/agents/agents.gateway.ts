@@ -1,17 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { AgentToServer, isUuid } from '@dryft/libs';
+import { AgentToServer } from '@dryft/libs';
 import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, FinalRefusal, RunFinishedAck } from '@dryft/libs';
 import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
-import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
-import { Clock } from '../common/clock';
+import { isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { SocketServer } from '../live/socket-server';
+import { authenticatedHandshake, describeIssues, onAcked } from '../live/socket-handlers';
 import { RunLifecycleService } from '../runs/run-lifecycle.service';
 import { AgentConnections } from './agent-connections';
-import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { Dispatcher } from './dispatcher.service';
 
@@ -37,11 +36,9 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly sockets: SocketServer,
     private readonly agents: AgentsService,
-    private readonly repo: AgentsRepository,
     private readonly connections: AgentConnections,
     private readonly lifecycle: RunLifecycleService,
     private readonly dispatcher: Dispatcher,
-    private readonly clock: Clock,
     private readonly bus: EventBus,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -52,23 +49,15 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     this.nsp = this.sockets.io.of('/agents');
-    this.nsp.use((socket, next) => {
-      this.agents
-        .authenticate((socket.handshake.auth as { token?: unknown } | undefined)?.token)
-        .then((agent) => {
-          socket.data.agentId = agent.id;
-          socket.data.agentName = agent.name;
-          next();
-        })
-        .catch((err: unknown) => {
-          // The database being down is said as such, never as an authentication failure.
-          const e = err instanceof AppError ? err : isDatabaseUnavailable(err) ? databaseUnavailable() : null;
-          if (!e) this.logger.error(`agent handshake failed: ${(err as Error).stack ?? err}`);
-          const refusal = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
-          refusal.data = { code: e?.code ?? 'internal_error' };
-          next(refusal);
-        });
-    });
+    this.nsp.use(
+      authenticatedHandshake(this.logger, 'agent', async (socket) => {
+        const agent = await this.agents.authenticate(
+          (socket.handshake.auth as { token?: unknown } | undefined)?.token,
+        );
+        socket.data.agentId = agent.id;
+        socket.data.agentName = agent.name;
+      }),
+    );
     this.nsp.on('connection', (socket) => this.onConnection(socket));
     this.unsubscribe.push(
       this.bus.on('run.cancel_requested', ({ runId, agentId, reason }) => {
@@ -145,7 +134,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
       return ack;
     });
     this.on(socket, 'run.handback', async (p) => {
-      const requeued = await this.repo.requeue(p.runId, agentId);
+      const requeued = await this.lifecycle.handBack(p.runId, agentId);
       if (requeued) {
         this.logger.log(`agent ${name} handed back run ${p.runId}: ${p.reason}`);
         this.dispatcher.kick({ everywhere: true });
@@ -172,42 +161,32 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     event: E,
     handler: (payload: Payload<E>) => Promise<unknown>,
   ): void {
-    const schema = AgentToServer[event];
-    socket.on(event as string, (raw: unknown, ack?: unknown) => {
-      const reply: Ack = typeof ack === 'function' ? (ack as Ack) : () => undefined;
-      const parsed = schema.safeParse(raw);
-      if (!parsed.success) {
-        const error = parsed.error.issues
-          .slice(0, 5)
-          .map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`)
-          .join('; ');
-        this.logger.warn(`agent ${socket.data.agentName as string}: malformed ${event}: ${error}`);
+    const name = socket.data.agentName as string;
+    onAcked(socket, event, AgentToServer[event] as unknown as z.ZodType<Payload<E>>, {
+      handle: handler,
+      malformed: (message, error) => {
+        const first = describeIssues(error, 5);
+        this.logger.warn(`agent ${name}: malformed ${event}: ${first}`);
         // Resending the same message cannot help: a final refusal, so the agent stops retrying.
         const refusal: FinalRefusal = {
           ok: false,
           final: true,
           code: 'invalid_payload',
-          error: `malformed ${event}, refused for good (do not resend): ${error}`,
+          error: `malformed ${event}, refused for good (do not resend): ${first}`,
         };
-        reply(refusal);
-        return;
-      }
-      handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
-        if (isDatabaseUnavailable(err)) {
-          reply({ ok: false, error: "The hub's database is unavailable right now; resend later." });
-          return;
-        }
+        return refusal;
+      },
+      failed: (err) => {
+        if (isDatabaseUnavailable(err))
+          return { ok: false, error: "The hub's database is unavailable right now; resend later." };
         if (err instanceof AppError && err.status < 500) {
+          this.logger.warn(`agent ${name}: ${event} refused: ${err.message}`);
           const refusal: FinalRefusal = { ok: false, final: true, code: err.code, error: err.message };
-          this.logger.warn(`agent ${socket.data.agentName as string}: ${event} refused: ${err.message}`);
-          reply(refusal);
-          return;
+          return refusal;
         }
-        this.logger.error(
-          `agent ${socket.data.agentName as string}: ${event} failed: ${(err as Error).stack ?? err}`,
-        );
-        reply({ ok: false, error: 'The server could not process this; resend later.' });
-      });
+        this.logger.error(`agent ${name}: ${event} failed: ${(err as Error).stack ?? err}`);
+        return { ok: false, error: 'The server could not process this; resend later.' };
+      },
     });
   }
 
@@ -224,44 +203,17 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async ready(socket: Socket, p: Payload<'agent.ready'>): Promise<AgentReadyAck> {
     const agentId = socket.data.agentId as string;
-    const agent = await this.repo.findById(agentId);
+    const agent = await this.agents.find(agentId);
     if (!agent || agent.revokedAt) {
       socket.disconnect(true);
       return { ok: false, error: 'This agent was revoked.', runs: [] };
     }
     const slots = p.slots.map((s) => ({ index: s.index, gpus: s.gpus }));
-    // Reconcile: what the agent still holds against what the server thinks it holds.
-    // An id that is not a UUID names no run: it is reported as not kept, never sent to the database.
-    // A run failed only because its lease lapsed while this agent was out of touch is still this
-    // agent's: back on.
-    const held = p.activeRuns.map((r) => r.runId).filter(isUuid);
-    await this.lifecycle.reinstate(agentId, held);
-    const reported = await this.repo.runsByIds(held);
-    const runs = p.activeRuns.map((r) => {
-      const row = reported.find((x) => x.id === r.runId);
-      const keep = Boolean(
-        row && row.agentId === agentId && (row.status === 'assigned' || row.status === 'running'),
-      );
-      return { runId: r.runId, ackedSeq: row?.lastBatchSeq ?? 0, keep };
-    });
-    const kept = runs.filter((r) => r.keep).map((r) => r.runId);
-    const now = this.clock.now();
-    await this.lifecycle.renewLeases(
+    // Reconcile what the agent still holds against what the server thinks it holds.
+    const runs = await this.lifecycle.reconcile(
       agentId,
-      kept,
-      new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
+      p.activeRuns.map((r) => r.runId),
     );
-    // Runs the server gave this agent that it no longer holds (it restarted): started ones fail, never-started ones go back.
-    for (const lost of await this.repo.activeRunsByAgent([agentId])) {
-      if (kept.includes(lost.id)) continue;
-      if (!(await this.repo.requeue(lost.id, agentId))) {
-        await this.lifecycle.failForLostLease(
-          lost.id,
-          agentId,
-          'the agent restarted and no longer holds the run',
-        );
-      }
-    }
     await this.agents.markReady(agentId, p.capabilities, slots);
     this.connections.set({
       agentId,
@@ -286,20 +238,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async heartbeat(agentId: string, p: Payload<'agent.heartbeat'>): Promise<AgentHeartbeatAck> {
-    const now = this.clock.now();
-    const ids = p.activeRuns.filter(isUuid);
     await this.agents.markHeartbeat(agentId);
-    await this.lifecycle.reinstate(agentId, ids);
-    await this.lifecycle.renewLeases(
-      agentId,
-      ids,
-      new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
-    );
-    const rows = await this.repo.runsByIds(ids);
-    const stop = p.activeRuns.filter((id) => {
-      const row = rows.find((r) => r.id === id);
-      return !row || row.agentId !== agentId || !(row.status === 'assigned' || row.status === 'running');
-    });
-    return { ok: true, stop };
+    return { ok: true, stop: await this.lifecycle.heartbeat(agentId, p.activeRuns) };
   }
 }

@@ -8,7 +8,7 @@ import { AgentsGateway } from './agents.gateway';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { Dispatcher } from './dispatcher.service';
-import { RunSweeper } from './run-sweeper.service';
+import { RunSweeper } from '../runs/run-sweeper.service';
 
 @Module({
   imports: [RunsModule, SocketModule],

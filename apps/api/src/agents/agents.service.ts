@@ -9,6 +9,9 @@ import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
 import { AgentEntity } from './agent.entity';
 import { AgentEvents } from './agent-events';
+import { RunEntity } from '../runs/run.entity';
+import { RunQueue } from '../runs/run-queue';
+import { SubmissionEntity } from '../submissions/submission.entity';
 import { AgentsRepository } from './agents.repository';
 
 export const LOCAL_AGENT_NAME = 'local';
@@ -20,6 +23,7 @@ export class AgentsService implements OnApplicationBootstrap {
 
   constructor(
     private readonly agents: AgentsRepository,
+    private readonly queue: RunQueue,
     private readonly clock: Clock,
     private readonly events: AgentEvents,
     @Inject(CONFIG) private readonly config: Config,
@@ -105,13 +109,18 @@ export class AgentsService implements OnApplicationBootstrap {
 
   async list(): Promise<AgentView[]> {
     const agents = await this.agents.list();
-    const active = await this.agents.activeRunsByAgent();
+    const active = await this.queue.activeRunsByAgent();
     return agents.map((a) =>
       this.toView(
         a,
         active.filter((r) => r.agentId === a.id).map((r) => r.id),
       ),
     );
+  }
+
+  /** The agent record, or null (the socket side checks revocation itself). */
+  find(id: string): Promise<AgentEntity | null> {
+    return this.agents.findById(id);
   }
 
   async get(id: string): Promise<AgentEntity> {
@@ -138,7 +147,7 @@ export class AgentsService implements OnApplicationBootstrap {
       await this.agents.update(id, { revokedAt: agent.revokedAt, connected: false });
       agent.connected = false;
     }
-    const runIds = (await this.agents.activeRunsByAgent([id])).map((r) => r.id);
+    const runIds = (await this.queue.activeRunsByAgent([id])).map((r) => r.id);
     this.events.changed();
     return { agent: this.toView(agent, runIds), runIds };
   }
@@ -186,8 +195,23 @@ export class AgentsService implements OnApplicationBootstrap {
     this.events.changed();
   }
 
+  /**
+   * The run and submission behind a one-time download token, consuming it: null when it was used
+   * already, or belongs to another agent or a finished run.
+   */
+  async consumeDownload(
+    tokenHash: string,
+    agentId: string,
+  ): Promise<{ run: RunEntity; submission: SubmissionEntity } | null> {
+    const run = await this.queue.consumeDownloadToken(tokenHash, agentId);
+    if (!run) return null;
+    const submission = await this.agents.findSubmission(run.submissionId);
+    if (!submission) throw new Error(`submission ${run.submissionId} of run ${run.id} is missing`);
+    return { run, submission };
+  }
+
   async view(agent: AgentEntity): Promise<AgentView> {
-    const runs = await this.agents.activeRunsByAgent([agent.id]);
+    const runs = await this.queue.activeRunsByAgent([agent.id]);
     return this.toView(
       agent,
       runs.map((r) => r.id),

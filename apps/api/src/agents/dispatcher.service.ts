@@ -9,9 +9,11 @@ import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { SocketServer } from '../live/socket-server';
 import type { RunEntity } from '../runs/run.entity';
+import { ActiveRunRow, RunQueue } from '../runs/run-queue';
+import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { AgentConnections, LocalAgent } from './agent-connections';
-import { ActiveRunRow, AgentsRepository } from './agents.repository';
+import { AgentsRepository } from './agents.repository';
 
 /** Cross-replica nudge: "a run was queued somewhere, try your agents". */
 export const DISPATCH_SIGNAL = 'dryft:dispatch';
@@ -63,6 +65,8 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly repo: AgentsRepository,
+    private readonly queue: RunQueue,
+    private readonly runsRepo: RunsRepository,
     private readonly registry: BenchmarkRegistry,
     private readonly connections: AgentConnections,
     private readonly sockets: SocketServer,
@@ -120,12 +124,12 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   private async pass(): Promise<void> {
     let agents = this.connections.all().filter((a) => !a.draining && a.coolDownUntil <= Date.now());
     if (agents.length === 0) return;
-    const queued = new Set(await this.repo.queuedBenchmarks());
+    const queued = new Set(await this.queue.queuedBenchmarks());
     if (queued.size === 0) return;
     // Draining and revocation are decided in the database (an organizer's call may land on another replica).
     const unavailable = new Set(await this.repo.unavailableAgentIds(agents.map((a) => a.agentId)));
     agents = agents.filter((a) => !unavailable.has(a.agentId));
-    const active = await this.repo.activeRunsByAgent(agents.map((a) => a.agentId));
+    const active = await this.queue.activeRunsByAgent(agents.map((a) => a.agentId));
     for (const agent of agents) {
       const benchmarkIds = this.registry
         .all()
@@ -138,7 +142,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
         const { allowPublic, allowOfficial } = slotModes(slot, agent.slots, mine);
         const token = randomBytes(32).toString('base64url');
         const now = this.clock.now();
-        const run = await this.repo.claimNext({
+        const run = await this.queue.markAssigned({
           agentId: agent.agentId,
           agentName: agent.name,
           slot: slot.index,
@@ -185,7 +189,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   /** An assignment that was refused or never acknowledged goes back to the queue (it never started). */
   private async giveBack(agent: LocalAgent, run: RunEntity): Promise<void> {
     agent.coolDownUntil = Date.now() + 2_000;
-    if (await this.repo.requeue(run.id, agent.agentId)) {
+    if (await this.queue.requeue(run.id, agent.agentId)) {
       const fresh = await this.runs.viewById(run.id);
       if (fresh) this.bus.emit('run.status', { run: fresh });
       setTimeout(() => this.kick({ everywhere: true }), 2_100).unref();
@@ -208,7 +212,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
     const spec = run.spec;
     if (spec.kind !== 'decode') return spec;
     const hardware = baselineKey(caps.gpuModel ?? 'cpu');
-    const baseline = await this.repo.findBaseline(run.benchmarkId, hardware, run.rulesVersion);
+    const baseline = await this.runsRepo.findBaseline(run.benchmarkId, hardware, run.rulesVersion);
     return { ...spec, baseline: baseline ?? spec.baseline ?? null };
   }
 }

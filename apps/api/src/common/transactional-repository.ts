@@ -17,6 +17,13 @@ export abstract class TransactionalRepository {
     return this.manager;
   }
 
+  /** A copy of this repository that joins the transaction `tx` runs in (another repository's). */
+  within(tx: TransactionalRepository): this {
+    const bound = Object.create(Object.getPrototypeOf(this)) as this;
+    Object.assign(bound, this, { manager: tx.currentManager() });
+    return bound;
+  }
+
   transaction<T>(work: (tx: this) => Promise<T>): Promise<T> {
     return this.dataSource.transaction((manager) => {
       const bound = Object.create(Object.getPrototypeOf(this)) as this;

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { isGithubId } from '@dryft/libs';
-import type { RunView } from '@dryft/libs';
+import type { GithubStatus, GrantedRepositories, RunView } from '@dryft/libs';
 import { BenchmarksService } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
 import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } from '../common/errors';
@@ -43,7 +43,7 @@ export class GithubService {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  status() {
+  status(): GithubStatus {
     const missing = missingGithubAppSettings(this.config);
     if (missing.length) return { configured: false, message: unconfiguredMessage(missing), missing };
     const s = githubAppSettings(this.config);
@@ -162,7 +162,7 @@ export class GithubService {
 
   // Repositories the App can see ---------------------------------------------------------------
 
-  async githubRepositories(principal: Principal, teamId: string) {
+  async githubRepositories(principal: Principal, teamId: string): Promise<GrantedRepositories> {
     githubAppSettings(this.config);
     await this.teams.authorize(principal, teamId, 'manage_repositories');
     const installations = await this.repo.listInstallations(teamId);

@@ -1,14 +1,12 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { LiveClientToServer } from '@dryft/libs';
 import type { AccessLostReason, AccessRevokedEvent, JoinAck, LogLine } from '@dryft/libs';
-import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AgentEvents } from '../agents/agent-events';
 import { AgentsService } from '../agents/agents.service';
 import { AuthService, SESSION_COOKIE } from '../auth/auth.service';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
-import { AppError } from '../common/errors';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
@@ -18,7 +16,8 @@ import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
 import { RunChannels } from './run-channels';
-import { SocketServer } from './socket-server';
+import { authenticatedHandshake, onAcked } from './socket-handlers';
+import { LiveNamespace, LiveSocket, SocketServer } from './socket-server';
 
 type LiveEvent = keyof typeof LiveClientToServer;
 type Payload<E extends LiveEvent> = z.infer<(typeof LiveClientToServer)[E]>;
@@ -84,7 +83,7 @@ interface SocketAccess {
   epoch: number;
   expiry?: NodeJS.Timeout;
 }
-const access = (socket: Socket): SocketAccess => {
+const access = (socket: LiveSocket): SocketAccess => {
   const data = socket.data as { access?: SocketAccess };
   data.access ??= { runTeams: new Map(), epoch: 0 };
   return data.access;
@@ -125,7 +124,7 @@ const orUnavailable =
 @Injectable()
 export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('LiveGateway');
-  private nsp!: Namespace;
+  private nsp!: LiveNamespace;
   private channels!: RunChannels;
   private readonly unsubscribe: (() => void)[] = [];
   private readonly boardBroadcasts = new Map<string, BoardBroadcast>();
@@ -149,35 +148,24 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    this.nsp = this.sockets.io.of('/live');
+    this.nsp = this.sockets.live;
     this.channels = new RunChannels(
       () => this.nsp,
       (runId, after, limit) => this.runsRepo.getLogs(runId, after, limit),
     );
-    this.nsp.use((socket, next) => {
-      const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-      const cookie = parseCookies(socket.handshake.headers.cookie)[SESSION_COOKIE];
-      const creds =
-        typeof token === 'string' && token
-          ? { authorization: `Bearer ${token}` }
-          : cookie
-            ? { sessionCookie: cookie }
-            : {};
-      this.auth
-        .authenticate(creds)
-        .then((principal) => {
-          socket.data.principal = principal;
-          next();
-        })
-        .catch((err: unknown) => {
-          // The database being down is said as such, never as an authentication failure.
-          const e = err instanceof AppError ? err : isDatabaseUnavailable(err) ? databaseUnavailable() : null;
-          if (!e) this.logger.error(`live handshake failed: ${(err as Error).stack ?? err}`);
-          const refused = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
-          refused.data = { code: e?.code ?? 'internal_error' };
-          next(refused);
-        });
-    });
+    this.nsp.use(
+      authenticatedHandshake(this.logger, 'live', async (socket: LiveSocket) => {
+        const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
+        const cookie = parseCookies(socket.handshake.headers.cookie)[SESSION_COOKIE];
+        const creds =
+          typeof token === 'string' && token
+            ? { authorization: `Bearer ${token}` }
+            : cookie
+              ? { sessionCookie: cookie }
+              : {};
+        socket.data.principal = await this.auth.authenticate(creds);
+      }),
+    );
     this.nsp.on('connection', (socket) => this.onConnection(socket));
     this.sweepTimer = setInterval(
       () => void this.sweepAccess(),
@@ -202,9 +190,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (this.sockets.clustered) this.nsp.serverSideEmit(REMOTE_ACCESS_LOST, lost);
     };
 
-    const toRun = (runId: string, event: string, payload: unknown): void => {
-      this.nsp.to(`run:${runId}`).emit(event, payload);
-    };
+    const toRun = (runId: string) => this.nsp.to(`run:${runId}`);
     this.unsubscribe.push(
       this.bus.on('run.logs', ({ runId, lines }) => {
         void this.channels.deliver(runId, lines);
@@ -214,10 +200,10 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         this.nsp.to(`run:${run.id}`).emit('run.status', { run });
         this.nsp.to(`team:${run.teamId}`).emit('team.run', { run });
       }),
-      this.bus.on('run.sample', (p) => toRun(p.runId, 'run.sample', p)),
-      this.bus.on('run.check', (p) => toRun(p.runId, 'run.check', p)),
-      this.bus.on('run.metric', (p) => toRun(p.runId, 'run.metric', p)),
-      this.bus.on('run.result', (p) => toRun(p.runId, 'run.result', p)),
+      this.bus.on('run.sample', (p) => void toRun(p.runId).emit('run.sample', p)),
+      this.bus.on('run.check', (p) => void toRun(p.runId).emit('run.check', p)),
+      this.bus.on('run.metric', (p) => void toRun(p.runId).emit('run.metric', p)),
+      this.bus.on('run.result', (p) => void toRun(p.runId).emit('run.result', p)),
       this.bus.on('leaderboard.changed', ({ benchmarkId }) => this.leaderboardChanged(benchmarkId)),
       this.agentEvents.onChanged(() => this.agentsChanged()),
       this.bus.on('access.lost', (lost) => accessLost(lost)),
@@ -317,7 +303,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** Takes the socket out of the private rooms of `teamId` (null: of every team, and drops its identity). */
-  private cut(socket: Socket, reason: AccessLostReason, teamId: string | null): void {
+  private cut(socket: LiveSocket, reason: AccessLostReason, teamId: string | null): void {
     const state = access(socket);
     state.epoch++;
     const runIds = [...state.runTeams].filter(([, t]) => teamId === null || t === teamId).map(([r]) => r);
@@ -394,7 +380,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** A session or token with an expiry: the socket loses its private rooms the moment it expires. */
-  private armExpiry(socket: Socket, principal: Principal): void {
+  private armExpiry(socket: LiveSocket, principal: Principal): void {
     if (!principal.expiresAt) return;
     const state = access(socket);
     const at = principal.expiresAt.getTime();
@@ -411,7 +397,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     fire();
   }
 
-  private onConnection(socket: Socket): void {
+  private onConnection(socket: LiveSocket): void {
     const current = () => (socket.data.principal ?? null) as Principal | null;
     const state = access(socket);
     const initial = current();
@@ -499,31 +485,25 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private on<E extends LiveEvent>(
-    socket: Socket,
+    socket: LiveSocket,
     event: E,
     handler: (payload: Payload<E>) => Promise<JoinAck>,
   ): void {
-    const schema = LiveClientToServer[event];
-    socket.on(event as string, (raw: unknown, ack?: unknown) => {
-      const reply = typeof ack === 'function' ? (ack as (r: JoinAck) => void) : () => undefined;
-      const parsed = schema.safeParse(raw ?? {});
-      if (!parsed.success) {
-        const message = parsed.error.issues
-          .map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`)
-          .join('; ');
+    onAcked(socket, event, LiveClientToServer[event] as unknown as z.ZodType<Payload<E>>, {
+      empty: {},
+      handle: handler,
+      malformed: (message) => {
         this.logger.warn(`live client: malformed ${event}: ${message}`);
-        reply(refusal('invalid_request', message));
-        return;
-      }
-      handler(parsed.data as Payload<E>).then(reply, (err: unknown) => {
+        return refusal('invalid_request', message);
+      },
+      failed: (err) => {
         if (isDatabaseUnavailable(err)) {
           const e = databaseUnavailable();
-          reply(refusal(e.code, e.message));
-          return;
+          return refusal(e.code, e.message);
         }
         this.logger.error(`live ${event} failed: ${(err as Error).stack ?? err}`);
-        reply(refusal('internal_error', 'Something went wrong on the server; try again.'));
-      });
+        return refusal('internal_error', 'Something went wrong on the server; try again.');
+      },
     });
   }
 }

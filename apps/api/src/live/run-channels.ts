@@ -1,5 +1,5 @@
 import type { LogLine } from '@dryft/libs';
-import type { Namespace, Socket } from 'socket.io';
+import type { LiveNamespace, LiveSocket } from './socket-server';
 
 /** Reads stored lines of a run after a seq, in order (the runs repository in the app, a stub in unit tests). */
 export type ReadLines = (runId: string, after: number, limit: number) => Promise<LogLine[]>;
@@ -24,7 +24,7 @@ export class RunChannels {
   private readonly channels = new Map<string, Channel>();
 
   constructor(
-    private readonly nsp: () => Namespace,
+    private readonly nsp: () => LiveNamespace,
     private readonly read: ReadLines,
   ) {}
 
@@ -55,7 +55,12 @@ export class RunChannels {
    * Replays the stored lines after `afterSeq` to the socket, then makes it a live member; stops as
    * soon as `allowed` says no (the socket lost access meanwhile).
    */
-  join(socket: Socket, runId: string, afterSeq: number, allowed: () => boolean = () => true): Promise<void> {
+  join(
+    socket: LiveSocket,
+    runId: string,
+    afterSeq: number,
+    allowed: () => boolean = () => true,
+  ): Promise<void> {
     let ch = this.channels.get(runId);
     if (!ch) {
       ch = new Channel();
@@ -97,7 +102,7 @@ export class RunChannels {
     });
   }
 
-  leave(socket: Socket, runId: string): Promise<void> {
+  leave(socket: LiveSocket, runId: string): Promise<void> {
     const ch = this.channels.get(runId);
     if (!ch) return Promise.resolve();
     return ch.enqueue(async () => {
@@ -111,13 +116,13 @@ export class RunChannels {
   }
 
   /** The socket lost access: out of the live room now (no further line reaches it), then forgotten. */
-  evict(socket: Socket, runId: string): void {
+  evict(socket: LiveSocket, runId: string): void {
     void socket.leave(RunChannels.room(runId));
     void this.leave(socket, runId);
   }
 
   /** The socket went away: leave every run it watched. */
-  forget(socket: Socket): void {
+  forget(socket: LiveSocket): void {
     for (const [runId, ch] of this.channels) {
       if (ch.members.has(socket.id) || ch.pending.has(socket.id)) void this.leave(socket, runId);
     }

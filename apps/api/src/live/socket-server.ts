@@ -11,7 +11,13 @@ import { createAdapter } from '@socket.io/redis-streams-adapter';
 import type { Server as HttpServer } from 'node:http';
 import { createClient } from 'redis';
 import { Server } from 'socket.io';
+import type { DefaultEventsMap, Namespace, Socket } from 'socket.io';
+import type { LiveEmits } from '@dryft/libs';
 import { CONFIG, Config } from '../config/config';
+
+/** `/live` with its emits typed by the contract (libs/src/protocol/live.ts, LiveServerToClient). */
+export type LiveNamespace = Namespace<DefaultEventsMap, LiveEmits>;
+export type LiveSocket = Socket<DefaultEventsMap, LiveEmits>;
 
 /**
  * The one socket.io server of this API process, attached to Nest's HTTP server, serving the
@@ -43,6 +49,11 @@ export class SocketServer implements OnModuleInit, BeforeApplicationShutdown, On
   get io(): Server {
     if (!this.server) throw new Error('socket.io server not started');
     return this.server;
+  }
+
+  /** The `/live` namespace, typed: an emit whose name or payload is not in the contract does not compile. */
+  get live(): LiveNamespace {
+    return this.io.of('/live') as unknown as LiveNamespace;
   }
 
   async onModuleInit(): Promise<void> {

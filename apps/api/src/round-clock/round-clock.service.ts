@@ -231,7 +231,7 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
 
   private async broadcast(benchmarkId: string): Promise<BenchmarkClockView> {
     const clock = await this.view(benchmarkId);
-    this.sockets.io.of('/live').emit('benchmark.clock', { clock });
+    this.sockets.live.emit('benchmark.clock', { clock });
     return clock;
   }
 }

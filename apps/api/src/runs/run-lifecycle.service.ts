@@ -2,16 +2,26 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import type { RunFinishedAck } from '@dryft/libs';
 import type { z } from 'zod';
-import { TERMINAL_STATUSES, baselineKey } from '@dryft/libs';
+import { TERMINAL_STATUSES, baselineKey, isUuid } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { RunEntity } from './run.entity';
+import { RunQueue, RunVerdict } from './run-queue';
 import { ACTIVE_STATUSES, RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { capBatch } from './log-cap';
 
 type Emit = () => void;
+
+/** What the hub says back about each run an agent reported holding when it (re)connected. */
+export interface HeldRun {
+  runId: string;
+  /** The last batch stored: the agent resends from the next one. */
+  ackedSeq: number;
+  /** False: the run is no longer this agent's (ended, or never was); the agent drops it. */
+  keep: boolean;
+}
 
 /**
  * What agents report about a run, stored exactly once. Batches are numbered per run: a batch at or
@@ -25,6 +35,7 @@ export class RunLifecycleService {
 
   constructor(
     private readonly runs: RunsRepository,
+    private readonly queue: RunQueue,
     private readonly runsService: RunsService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
@@ -32,22 +43,67 @@ export class RunLifecycleService {
   ) {}
 
   async markStarted(runId: string, agentId: string): Promise<void> {
-    const run = await this.runs.transition(runId, ['assigned'], {
-      status: 'running',
-      started_at: this.clock.now(),
-    });
+    const run = await this.queue.markRunning(runId, this.clock.now());
     if (run && run.agentId === agentId)
       this.bus.emit('run.status', { run: await this.runsService.view(run) });
   }
 
   async renewLeases(agentId: string, runIds: string[], until: Date): Promise<void> {
-    if (runIds.length === 0) return;
-    await this.runs
-      .currentManager()
-      .query(
-        `UPDATE runs SET lease_expires_at = $3 WHERE agent_id = $1 AND id = ANY($2) AND status IN ('assigned', 'running')`,
-        [agentId, runIds, until],
+    await this.queue.renewLeases(agentId, runIds, until);
+  }
+
+  private leaseFromNow(): Date {
+    return new Date(this.clock.now().getTime() + this.config.AGENT_LEASE_SECONDS * 1000);
+  }
+
+  /**
+   * An agent (re)connected and said which runs it still holds. An id that is not a UUID names no
+   * run: it is reported as not kept, never sent to the database. A run failed only because its
+   * lease lapsed while this agent was out of touch is still this agent's: back on. The runs kept get
+   * a fresh lease; the runs the hub gave this agent that it no longer holds (it restarted) go back
+   * to the queue when they never started, and fail as infra_error when they did.
+   */
+  async reconcile(agentId: string, held: string[]): Promise<HeldRun[]> {
+    const ids = held.filter(isUuid);
+    await this.reinstate(agentId, ids);
+    const reported = await this.queue.runsByIds(ids);
+    const runs = held.map((runId) => {
+      const row = reported.find((x) => x.id === runId);
+      const keep = Boolean(
+        row && row.agentId === agentId && (row.status === 'assigned' || row.status === 'running'),
       );
+      return { runId, ackedSeq: row?.lastBatchSeq ?? 0, keep };
+    });
+    const kept = runs.filter((r) => r.keep).map((r) => r.runId);
+    await this.renewLeases(agentId, kept, this.leaseFromNow());
+    for (const lost of await this.queue.activeRunsByAgent([agentId])) {
+      if (kept.includes(lost.id)) continue;
+      if (!(await this.queue.requeue(lost.id, agentId))) {
+        await this.failForLostLease(lost.id, agentId, 'the agent restarted and no longer holds the run');
+      }
+    }
+    return runs;
+  }
+
+  /**
+   * A heartbeat: the runs the agent names are renewed (or reinstated after a lapsed lease); returns
+   * those it must stop because they are not (any longer) its own active runs.
+   */
+  async heartbeat(agentId: string, held: string[]): Promise<string[]> {
+    const until = this.leaseFromNow();
+    const ids = held.filter(isUuid);
+    await this.reinstate(agentId, ids);
+    await this.renewLeases(agentId, ids, until);
+    const rows = await this.queue.runsByIds(ids);
+    return held.filter((id) => {
+      const row = rows.find((r) => r.id === id);
+      return !row || row.agentId !== agentId || !(row.status === 'assigned' || row.status === 'running');
+    });
+  }
+
+  /** Puts an assigned, never-started run back in the queue (its agent handed it back). */
+  handBack(runId: string, agentId: string): Promise<boolean> {
+    return this.queue.requeue(runId, agentId);
   }
 
   async storeBatch(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
@@ -88,21 +144,7 @@ export class RunLifecycleService {
         run.status = 'running';
         run.startedAt = this.clock.now();
       }
-      await tx
-        .currentManager()
-        .query(
-          'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5, log_lines = $6, log_bytes = $7, log_tail = $8 WHERE id = $1',
-          [
-            run.id,
-            run.lastBatchSeq,
-            run.lastLogSeq,
-            run.status,
-            run.startedAt,
-            run.logLines,
-            run.logBytes,
-            run.logTail === null ? null : JSON.stringify(run.logTail),
-          ],
-        );
+      await this.queue.within(tx).recordBatch(run);
       if (stored.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines: stored }));
       if (starting)
         after.unshift(
@@ -210,40 +252,9 @@ export class RunLifecycleService {
         };
       }
       endLines = await this.runsService.storeEndOfLog(tx, run);
-      const r = finished.result;
-      const now = this.clock.now();
-      run.finishedAt = now;
-      run.leaseExpiresAt = null;
-      run.workloads = r.workloads;
-      run.metrics = r.metrics;
-      run.detail = r.detail ?? null;
-      run.message = r.message;
-      run.pairs = r.pairs ?? null;
-      if (finished.canceled) {
-        run.status = 'canceled';
-      } else if (r.status === 'succeeded') {
-        run.status = 'succeeded';
-        run.score = r.score;
-        run.scoreInterval = r.interval ?? null;
-        run.failureCode = null;
-      } else {
-        run.status = 'failed';
-        run.failureCode = r.failureCode ?? 'harness_error';
-        run.score = null;
-        // Stopped at the whole-run deadline: name the limit that applied (the organizer may have
-        // lowered it while the run was going).
-        if (
-          run.failureCode === 'timeout' &&
-          run.deadlineAt &&
-          now.getTime() >= run.deadlineAt.getTime() - 1000
-        )
-          run.message = `${r.message} The whole-run time limit in force was ${run.runTimeLimitSeconds} s.`;
-      }
-      // Infrastructure and harness failures are ours, not the team's: they do not count against
-      // the daily limit. A cancel that lands before the run started is refunded too.
-      if (run.failureCode === 'infra_error' || run.failureCode === 'harness_error') run.quotaRefunded = true;
-      if (run.status === 'canceled' && !run.startedAt) run.quotaRefunded = true;
-      await tx.save(run);
+      const verdict = verdictOf(run, finished, this.clock.now());
+      await this.queue.within(tx).finish(run.id, verdict);
+      Object.assign(run, verdict, { leaseExpiresAt: null });
       return { ack: { ok: true }, run };
     });
     // A reinstated run is announced once: with its verdict, or as running again if that was refused.
@@ -263,9 +274,8 @@ export class RunLifecycleService {
     return this.failActive(
       runId,
       agentId,
-      'infra_error',
       `The GPU agent stopped responding (${reason}). This is not your engine's fault; retry once.`,
-      opts.lapsed ? { lease_lost_at: this.clock.now() } : {},
+      opts.lapsed === true,
     );
   }
 
@@ -286,29 +296,18 @@ export class RunLifecycleService {
   /** The conditional UPDATE behind {@link reinstate}: only lapsed-lease failures of this agent, before the deadline. */
   private async reinstateRows(repo: RunsRepository, agentId: string, runIds: string[]): Promise<string[]> {
     const now = this.clock.now();
-    const raw = await repo.currentManager().query(
-      `UPDATE runs SET status = CASE WHEN started_at IS NULL THEN 'assigned' ELSE 'running' END,
-              failure_code = NULL, message = NULL, finished_at = NULL, quota_refunded = false,
-              lease_lost_at = NULL, lease_expires_at = $3
-        WHERE id = ANY($2) AND agent_id = $1 AND status = 'failed' AND lease_lost_at IS NOT NULL
-          AND (deadline_at IS NULL OR deadline_at + make_interval(secs => $4::int) > $5)
-        RETURNING id`,
-      [
-        agentId,
-        runIds,
-        new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
-        this.config.DEADLINE_GRACE_SECONDS,
-        now,
-      ],
-    );
-    const ids = ((Array.isArray(raw[0]) ? raw[0] : raw) as { id: string }[]).map((r) => r.id);
+    const ids = await this.queue.within(repo).reinstate(agentId, runIds, {
+      leaseUntil: new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
+      graceSeconds: this.config.DEADLINE_GRACE_SECONDS,
+      now,
+    });
     for (const id of ids)
       this.logger.warn(`run ${id}: its agent ${agentId} still holds it after its lease lapsed; reinstated`);
     return ids;
   }
 
   async failInfra(runId: string, agentId: string | null, message: string): Promise<boolean> {
-    return this.failActive(runId, agentId, 'infra_error', message);
+    return this.failActive(runId, agentId, message, false);
   }
 
   /** The server enforces the whole-run limit even when no agent reports. */
@@ -327,21 +326,12 @@ export class RunLifecycleService {
   private async failActive(
     runId: string,
     agentId: string | null,
-    code: 'infra_error',
     message: string,
-    extra: Record<string, unknown> = {},
+    leaseLost: boolean,
   ): Promise<boolean> {
-    const set: Record<string, unknown> = {
-      status: 'failed',
-      failure_code: code,
-      message,
-      finished_at: this.clock.now(),
-      lease_expires_at: null,
-      quota_refunded: true,
-      ...extra,
-    };
+    const at = this.clock.now();
     await this.runsService.flushLogTail(runId);
-    const run = await this.runs.transition(runId, ['queued', 'assigned', 'running'], set);
+    const run = await this.queue.failInfra(runId, { message, at, leaseLost });
     if (!run) return false;
     if (agentId && run.agentId !== agentId)
       this.logger.warn(`run ${runId} failed for agent ${agentId} but belonged to ${run.agentId}`);
@@ -359,4 +349,52 @@ export class RunLifecycleService {
     this.bus.emit('run.result', { runId: run.id, result: await this.runsService.resultOf(run) });
     this.bus.emit('run.finished', { runId: run.id, agentId: run.agentId, slot: run.slot });
   }
+}
+
+/**
+ * The stored verdict of an agent's run.finished: canceled, succeeded with its score, or failed
+ * with its code (harness_error when the harness named none). Infrastructure and harness failures
+ * are ours, not the team's: they do not count against the daily limit; a cancel that lands before
+ * the run started is refunded too. A timeout at the whole-run deadline names the limit that applied
+ * (the organizer may have lowered it while the run was going).
+ */
+export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): RunVerdict {
+  const r = finished.result;
+  let status: RunVerdict['status'];
+  let score = run.score;
+  let scoreInterval = run.scoreInterval;
+  let failureCode = run.failureCode;
+  let message: string | null = r.message;
+  if (finished.canceled) {
+    status = 'canceled';
+  } else if (r.status === 'succeeded') {
+    status = 'succeeded';
+    score = r.score;
+    scoreInterval = r.interval ?? null;
+    failureCode = null;
+  } else {
+    status = 'failed';
+    failureCode = r.failureCode ?? 'harness_error';
+    score = null;
+    if (failureCode === 'timeout' && run.deadlineAt && now.getTime() >= run.deadlineAt.getTime() - 1000)
+      message = `${r.message} The whole-run time limit in force was ${run.runTimeLimitSeconds} s.`;
+  }
+  const refunded =
+    run.quotaRefunded ||
+    failureCode === 'infra_error' ||
+    failureCode === 'harness_error' ||
+    (status === 'canceled' && !run.startedAt);
+  return {
+    status,
+    finishedAt: now,
+    workloads: r.workloads,
+    metrics: r.metrics,
+    detail: r.detail ?? null,
+    message,
+    pairs: r.pairs ?? null,
+    score,
+    scoreInterval,
+    failureCode,
+    quotaRefunded: refunded,
+  };
 }

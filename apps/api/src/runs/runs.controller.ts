@@ -19,7 +19,6 @@ import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
 import { CancelRunDto, CreateRunDto, LogsQueryDto, QuotaQueryDto, RunsListQueryDto } from './dto';
-import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 @Controller()
@@ -27,7 +26,6 @@ export class RunsController {
   constructor(
     private readonly runs: RunsService,
     private readonly leaderboards: LeaderboardsService,
-    private readonly repository: RunsRepository,
     private readonly audit: AuditService,
   ) {}
 
@@ -115,7 +113,7 @@ export class RunsController {
     @Query('hardware') hardware?: string,
     @Query('reason') reason?: string,
   ) {
-    const deleted = await this.repository.deleteBaselines(id, hardware);
+    const deleted = await this.runs.forgetBaselines(id, hardware);
     await this.audit.record(principal, {
       action: 'baseline.remeasure',
       target: { kind: 'benchmark', id },

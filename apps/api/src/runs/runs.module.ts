@@ -6,6 +6,7 @@ import { TeamsModule } from '../teams/teams.module';
 import { UsersModule } from '../users/users.module';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RunLifecycleService } from './run-lifecycle.service';
+import { RunQueue } from './run-queue';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
@@ -15,7 +16,14 @@ import { WaitingService } from './waiting.service';
 @Module({
   imports: [BenchmarksModule, SubmissionsModule, TeamsModule, UsersModule, LeaderboardsModule],
   controllers: [RunsController, StorageController],
-  providers: [RunsService, RunLifecycleService, RunsRepository, IdempotencyRepository, WaitingService],
-  exports: [RunsService, RunLifecycleService, RunsRepository, WaitingService],
+  providers: [
+    RunsService,
+    RunLifecycleService,
+    RunsRepository,
+    RunQueue,
+    IdempotencyRepository,
+    WaitingService,
+  ],
+  exports: [RunsService, RunLifecycleService, RunsRepository, RunQueue, WaitingService],
 })
 export class RunsModule {}

@@ -8,7 +8,7 @@ import type {
   LogLine,
   RunStatus,
 } from '@dryft/libs';
-import { DataSource, In } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
 import { BaselineEntity } from './baseline.entity';
 import { RunCheckEntity } from './run-check.entity';
@@ -33,12 +33,10 @@ export interface AgentRow {
   lastHeartbeatAt: Date | null;
 }
 
-/** TypeORM answers UPDATE … RETURNING with [rows, count]. */
-function returned<T>(raw: unknown): T[] {
-  const arr = raw as unknown[];
-  return (Array.isArray(arr[0]) ? arr[0] : arr) as T[];
-}
-
+/**
+ * Reads of runs and what they produced (logs, samples, checks, metrics, baselines), and the insert
+ * of a new run. Every change of a run's state goes through {@link RunQueue} (run-queue.ts).
+ */
 @Injectable()
 export class RunsRepository extends TransactionalRepository {
   constructor(dataSource: DataSource) {
@@ -172,18 +170,6 @@ export class RunsRepository extends TransactionalRepository {
     return qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(opts.limit).getMany();
   }
 
-  /** Conditional transition: only rows currently in one of `from` change; returns the changed rows. */
-  async transition(id: string, from: RunStatus[], set: Record<string, unknown>): Promise<RunEntity | null> {
-    const cols = Object.keys(set);
-    const assignments = cols.map((c, i) => `${c} = $${i + 3}`).join(', ');
-    const raw = await this.manager.query(
-      `UPDATE runs SET ${assignments} WHERE id = $1 AND status = ANY($2) RETURNING id`,
-      [id, from, ...cols.map((c) => set[c])],
-    );
-    const rows = returned<{ id: string }>(raw);
-    return rows.length ? this.findById(id) : null;
-  }
-
   /** Runs not started yet of a user or a team, on one benchmark or all (null). */
   async unstartedOf(opts: {
     userId: string | null;
@@ -202,27 +188,6 @@ export class RunsRepository extends TransactionalRepository {
 
   async activeRuns(): Promise<RunEntity[]> {
     return this.manager.find(RunEntity, { where: ACTIVE_STATUSES.map((status) => ({ status })) });
-  }
-
-  async setLimitForUnfinished(benchmarkId: string, seconds: number): Promise<RunEntity[]> {
-    const raw = await this.manager.query(
-      `UPDATE runs SET run_time_limit_seconds = $2::int,
-              deadline_at = CASE WHEN assigned_at IS NULL THEN NULL ELSE assigned_at + make_interval(secs => $2::int) END
-        WHERE benchmark_id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
-      [benchmarkId, seconds],
-    );
-    const ids = returned<{ id: string }>(raw).map((r) => r.id);
-    return ids.length ? this.manager.findBy(RunEntity, { id: In(ids) }) : [];
-  }
-
-  /** Official runs under older rules stop ranking; public runs never ranked, so they are left alone. */
-  async invalidateBefore(benchmarkId: string, rulesVersion: number, reason: string): Promise<number> {
-    const raw = await this.manager.query(
-      `UPDATE runs SET invalidated = true, invalidated_reason = $3
-        WHERE benchmark_id = $1 AND rules_version < $2 AND mode = 'official' AND NOT invalidated RETURNING id`,
-      [benchmarkId, rulesVersion, reason],
-    );
-    return returned(raw).length;
   }
 
   /** One multi-row insert per batch; a line already stored (same run and seq) is skipped. */
@@ -293,8 +258,14 @@ export class RunsRepository extends TransactionalRepository {
     );
   }
 
-  findBaseline(benchmarkId: string, hardware: string, rulesVersion: number): Promise<BaselineEntity | null> {
-    return this.manager.findOneBy(BaselineEntity, { benchmarkId, hardware, rulesVersion });
+  /** The cached baseline figures of a benchmark on this hardware under these rules. */
+  async findBaseline(
+    benchmarkId: string,
+    hardware: string,
+    rulesVersion: number,
+  ): Promise<BaselineFigures | null> {
+    const row = await this.manager.findOneBy(BaselineEntity, { benchmarkId, hardware, rulesVersion });
+    return row?.figures ?? null;
   }
 
   async deleteBaselines(benchmarkId: string, hardware?: string): Promise<number> {

@@ -35,6 +35,7 @@ import { IdempotencyRepository } from './idempotency.repository';
 import { chooseRun, utcDay } from './run-options';
 import { checkView, metricView, runView, sampleView } from './run-views';
 import { RunEntity } from './run.entity';
+import { RunQueue } from './run-queue';
 import { RunsRepository } from './runs.repository';
 import { endOfLog } from './log-cap';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
@@ -60,6 +61,7 @@ export interface CreateRunRequest {
 export class RunsService implements OnModuleInit {
   constructor(
     private readonly runs: RunsRepository,
+    private readonly queue: RunQueue,
     private readonly idempotency: IdempotencyRepository,
     private readonly submissions: SubmissionsService,
     private readonly benchmarks: BenchmarksService,
@@ -82,12 +84,7 @@ export class RunsService implements OnModuleInit {
     if (!run.logTail) return [];
     const lines = endOfLog(run, this.logLimits(run.benchmarkId), this.clock.now().getTime());
     await tx.insertLogs(run.id, lines);
-    await tx
-      .currentManager()
-      .query(
-        'UPDATE runs SET log_tail = NULL, log_lines = $2, log_bytes = $3, last_log_seq = $4 WHERE id = $1',
-        [run.id, run.logLines, run.logBytes, run.lastLogSeq],
-      );
+    await this.queue.within(tx).clearLogTail(run);
     return lines;
   }
 
@@ -105,7 +102,7 @@ export class RunsService implements OnModuleInit {
       this.applyRunTimeLimit(benchmarkId, runTimeLimitSeconds),
     );
     this.bus.on('benchmark.rules_changed', async ({ benchmarkId, rulesVersion, reason }) => {
-      await this.runs.invalidateBefore(
+      await this.queue.invalidateBefore(
         benchmarkId,
         rulesVersion,
         `Rules changed to version ${rulesVersion}: ${reason}`,
@@ -371,17 +368,7 @@ export class RunsService implements OnModuleInit {
    */
   async cancelRun(runId: string, message: string, reason: string) {
     await this.flushLogTail(runId);
-    const now = this.clock.now();
-    const set = {
-      status: 'canceled',
-      cancel_reason: reason,
-      message,
-      finished_at: now,
-      lease_expires_at: null,
-    };
-    const changed =
-      (await this.runs.transition(runId, ['queued', 'assigned'], { ...set, quota_refunded: true })) ??
-      (await this.runs.transition(runId, ['running'], set));
+    const changed = await this.queue.cancel(runId, { reason, message, at: this.clock.now() });
     const current = changed ?? (await this.runs.findById(runId))!;
     const view = await this.view(current);
     if (changed) {
@@ -464,9 +451,14 @@ export class RunsService implements OnModuleInit {
     );
   }
 
+  /** Organizers: forget cached baselines so the next run measures the baseline again. */
+  forgetBaselines(benchmarkId: string, hardware?: string): Promise<number> {
+    return this.runs.deleteBaselines(benchmarkId, hardware);
+  }
+
   /** A changed whole-run limit applies to runs already in progress. */
   private async applyRunTimeLimit(benchmarkId: string, seconds: number): Promise<void> {
-    const changed = await this.runs.setLimitForUnfinished(benchmarkId, seconds);
+    const changed = await this.queue.setLimitForUnfinished(benchmarkId, seconds);
     for (const run of changed) {
       if (run.deadlineAt)
         this.bus.emit('run.deadline_changed', {

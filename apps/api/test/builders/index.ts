@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Role } from '@dryft/libs';
+import type { HarnessResultEvent, Role } from '@dryft/libs';
 import type { Principal } from '../../src/common/principal';
+import { RunEntity } from '../../src/runs/run.entity';
 import { MembershipEntity } from '../../src/teams/membership.entity';
 import { TeamEntity } from '../../src/teams/team.entity';
 import { ApiTokenEntity } from '../../src/tokens/api-token.entity';
@@ -68,3 +69,67 @@ export const anApiToken = (over: Partial<ApiTokenEntity> = {}): ApiTokenEntity =
     revokedAt: null,
     ...over,
   });
+
+/** A run as the database holds it: an assigned, not yet started public decode run by default. */
+export const aRun = (over: Partial<RunEntity> = {}): RunEntity =>
+  Object.assign(new RunEntity(), {
+    id: randomUUID(),
+    submissionId: randomUUID(),
+    benchmarkId: 'toy-decode',
+    teamId: randomUUID(),
+    createdBy: randomUUID(),
+    mode: 'public',
+    tier: null,
+    dataset: null,
+    status: 'assigned',
+    failureCode: null,
+    message: null,
+    detail: null,
+    cancelReason: null,
+    score: null,
+    scoreInterval: null,
+    pairs: null,
+    rulesVersion: 1,
+    invalidated: false,
+    invalidatedReason: null,
+    disqualifiedAt: null,
+    disqualifiedReason: null,
+    disqualifiedBy: null,
+    agentId: randomUUID(),
+    agentName: 'gpu-1',
+    slot: 0,
+    leaseExpiresAt: new Date(Date.now() + 30_000),
+    leaseLostAt: null,
+    logLines: 0,
+    logBytes: '0',
+    logTail: null,
+    createdAt: new Date(),
+    assignedAt: new Date(),
+    startedAt: null,
+    finishedAt: null,
+    runTimeLimitSeconds: 600,
+    deadlineAt: new Date(Date.now() + 600_000),
+    lastBatchSeq: 0,
+    lastLogSeq: 0,
+    workloads: null,
+    metrics: null,
+    spec: { kind: 'decode' } as RunEntity['spec'],
+    quotaBucket: 'public',
+    quotaDay: '2026-11-30',
+    quotaHolder: randomUUID(),
+    quotaRefunded: false,
+    downloadTokenHash: null,
+    ...over,
+  });
+
+/** A result event as the harness writes it: succeeded with a score by default. */
+export const aResult = (over: Partial<HarnessResultEvent> = {}): HarnessResultEvent => ({
+  type: 'result',
+  status: 'succeeded',
+  failureCode: null,
+  message: 'ok',
+  score: 123.4,
+  workloads: [],
+  metrics: {},
+  ...over,
+});

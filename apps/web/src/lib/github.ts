@@ -1,30 +1,7 @@
 import type { DeliveryView } from '@dryft/libs';
 
-/** GET /api/github/status: whether this hub has the GitHub App (public; always answers). */
-export type GithubStatus =
-  | { configured: true; appSlug: string; appUrl: string; webUrl: string }
-  | { configured: false; message: string; missing?: string[] };
-
-/** One repository the team's installations grant (GET /api/teams/:id/github/repositories). */
-export interface GrantedRepository {
-  id: string;
-  fullName: string;
-  name: string;
-  owner: string;
-  defaultBranch: string;
-  private: boolean;
-  htmlUrl: string;
-  installationId: string;
-  /** This team's connection of it, if connected. */
-  connectionId: string | null;
-  /** Connected to another team: it cannot be connected here. */
-  connectedElsewhere: boolean;
-}
-
-export interface GrantedRepositories {
-  installations: { installationId: string; account: string; accountType: string; createdAt: string }[];
-  repositories: GrantedRepository[];
-}
+/** The views of the GitHub routes, defined once in libs/src/rest/github.ts. */
+export type { GithubStatus, GrantedRepositories, GrantedRepository } from '@dryft/libs';
 
 /** Deliveries still being worked on: "Check delivery" refreshes itself while any is. */
 export const pendingDelivery = (d: Pick<DeliveryView, 'status'>): boolean =>

@@ -1,16 +1,17 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock';
 import { CONFIG, Config } from '../config/config';
-import { RunLifecycleService } from '../runs/run-lifecycle.service';
-import { AgentConnections } from './agent-connections';
-import { AgentsRepository } from './agents.repository';
+import { AgentConnections } from '../agents/agent-connections';
+import { RunLifecycleService } from './run-lifecycle.service';
+import { RunQueue } from './run-queue';
 
 /**
  * Enforces leases and whole-run deadlines from the server side, whether or not any agent reports:
  * a run whose agent stopped renewing its lease fails as infra_error (it is never handed to a second
  * agent, so it can never execute twice at once); a run past its deadline (plus a short grace for the
  * agent's own verdict to land) is stopped by the lifecycle. Every replica sweeps; the lifecycle's
- * transitions are conditional, so two sweepers never apply the same outcome twice.
+ * transitions are conditional, so two sweepers never apply the same outcome twice. It reads which
+ * agents spoke lately from the agents' sockets, so AgentsModule provides it.
  */
 @Injectable()
 export class RunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
@@ -30,7 +31,7 @@ export class RunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private settleUntil = 0;
 
   constructor(
-    private readonly repo: AgentsRepository,
+    private readonly repo: RunQueue,
     private readonly lifecycle: RunLifecycleService,
     private readonly connections: AgentConnections,
     private readonly clock: Clock,

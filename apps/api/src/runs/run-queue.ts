@@ -1,0 +1,353 @@
+import { Injectable } from '@nestjs/common';
+import type { FailureCode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
+import { DataSource, In } from 'typeorm';
+import { returned } from '../common/sql';
+import { TransactionalRepository } from '../common/transactional-repository';
+import { RunEntity } from './run.entity';
+
+export interface ClaimRequest {
+  agentId: string;
+  agentName: string;
+  slot: number;
+  /** Benchmarks this agent may run (hardware and capabilities already matched). */
+  benchmarkIds: string[];
+  allowOfficial: boolean;
+  allowPublic: boolean;
+  downloadTokenHash: string;
+  now: Date;
+  leaseUntil: Date;
+}
+
+export interface ActiveRunRow {
+  id: string;
+  agentId: string | null;
+  slot: number | null;
+  mode: 'public' | 'official';
+  status: string;
+  lastBatchSeq: number;
+}
+
+/** The agent's verdict as stored on the run (the lifecycle decides it; {@link RunQueue.finish} writes it). */
+export interface RunVerdict {
+  status: 'succeeded' | 'failed' | 'canceled';
+  finishedAt: Date;
+  workloads: WorkloadSummary[] | null;
+  metrics: Record<string, number> | null;
+  detail: string | null;
+  message: string | null;
+  pairs: number | null;
+  score: number | null;
+  scoreInterval: ScoreInterval | null;
+  failureCode: FailureCode | null;
+  quotaRefunded: boolean;
+}
+
+type ActiveRow = {
+  id: string;
+  agent_id: string | null;
+  slot: number | null;
+  mode: 'public' | 'official';
+  status: string;
+  last_batch_seq: number;
+};
+const activeRow = (r: ActiveRow): ActiveRunRow => ({
+  id: r.id,
+  agentId: r.agent_id,
+  slot: r.slot,
+  mode: r.mode,
+  status: r.status,
+  lastBatchSeq: r.last_batch_seq,
+});
+
+/**
+ * Every change of a run's state, and the queries of dispatch, leases and the sweeper, in one place.
+ * States: queued → assigned → running → succeeded | failed | canceled (assigned → queued when an
+ * agent hands a never-started run back; failed → assigned | running when the agent whose lease
+ * lapsed still holds the run). Each transition is one conditional UPDATE: only rows in the states it
+ * starts from change, so two replicas (or a sweeper and an agent) never apply one outcome twice.
+ * The rules of when to apply which live in RunLifecycleService; this class only writes them.
+ */
+@Injectable()
+export class RunQueue extends TransactionalRepository {
+  constructor(dataSource: DataSource) {
+    super(dataSource);
+  }
+
+  // --- dispatch ---------------------------------------------------------------------------------
+
+  /**
+   * queued → assigned: claims the next eligible queued run for one slot, in one statement.
+   * `FOR UPDATE SKIP LOCKED` is the arbiter between dispatchers (replicas, concurrent triggers): a
+   * row another transaction is claiming is skipped, never claimed twice. Fairness: the team with the
+   * fewest runs in progress goes first, then the team served least recently (so a burst from one
+   * team alternates with everyone else's runs instead of starving them on a one-slot agent), then
+   * the oldest run. The deadline counts from assignment, with the limit in force.
+   */
+  async markAssigned(req: ClaimRequest): Promise<RunEntity | null> {
+    if (req.benchmarkIds.length === 0 || (!req.allowOfficial && !req.allowPublic)) return null;
+    const modes = [...(req.allowPublic ? ['public'] : []), ...(req.allowOfficial ? ['official'] : [])];
+    const raw = await this.manager.query(
+      `WITH candidate AS (
+         SELECT r.id FROM runs r
+          WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)
+          ORDER BY (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')),
+                   (SELECT max(s.assigned_at) FROM runs s WHERE s.team_id = r.team_id) ASC NULLS FIRST,
+                   r.created_at, r.id
+          LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       )
+       UPDATE runs SET status = 'assigned', agent_id = $3, agent_name = $4, slot = $5, assigned_at = $6,
+              lease_expires_at = $7, deadline_at = $6::timestamptz + make_interval(secs => runs.run_time_limit_seconds),
+              download_token_hash = $8
+         FROM candidate WHERE runs.id = candidate.id AND runs.status = 'queued'
+       RETURNING runs.id`,
+      [
+        req.benchmarkIds,
+        modes,
+        req.agentId,
+        req.agentName,
+        req.slot,
+        req.now,
+        req.leaseUntil,
+        req.downloadTokenHash,
+      ],
+    );
+    const rows = returned<{ id: string }>(raw);
+    if (rows.length === 0) return null;
+    return this.manager.findOneBy(RunEntity, { id: rows[0].id });
+  }
+
+  /** assigned → queued: an assigned, never-started run goes back (refused or handed back by its agent). */
+  async requeue(runId: string, agentId: string): Promise<boolean> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET status = 'queued', agent_id = NULL, agent_name = NULL, slot = NULL, assigned_at = NULL,
+              lease_expires_at = NULL, deadline_at = NULL, download_token_hash = NULL
+        WHERE id = $1 AND agent_id = $2 AND status = 'assigned' AND last_batch_seq = 0 AND started_at IS NULL
+       RETURNING id`,
+      [runId, agentId],
+    );
+    return returned(raw).length > 0;
+  }
+
+  /** Benchmarks with a queued run (cheap check before a dispatch pass). */
+  async queuedBenchmarks(): Promise<string[]> {
+    const rows: { benchmark_id: string }[] = await this.manager.query(
+      `SELECT DISTINCT benchmark_id FROM runs WHERE status = 'queued'`,
+    );
+    return rows.map((r) => r.benchmark_id);
+  }
+
+  /** Runs each agent holds now (assigned or running), for views and slot accounting. */
+  async activeRunsByAgent(agentIds?: string[]): Promise<ActiveRunRow[]> {
+    const rows: ActiveRow[] = await this.manager.query(
+      `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs
+          WHERE status IN ('assigned', 'running') AND agent_id IS NOT NULL ${agentIds ? 'AND agent_id = ANY($1)' : ''}
+          ORDER BY assigned_at`,
+      agentIds ? [agentIds] : [],
+    );
+    return rows.map(activeRow);
+  }
+
+  async runsByIds(ids: string[]): Promise<ActiveRunRow[]> {
+    if (ids.length === 0) return [];
+    const rows: ActiveRow[] = await this.manager.query(
+      `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs WHERE id = ANY($1)`,
+      [ids],
+    );
+    return rows.map(activeRow);
+  }
+
+  /** Consumes a one-time download token: the first request for it wins, any later one finds nothing. */
+  async consumeDownloadToken(hash: string, agentId: string): Promise<RunEntity | null> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET download_token_hash = NULL
+        WHERE download_token_hash = $1 AND agent_id = $2 AND status IN ('assigned', 'running')
+       RETURNING id`,
+      [hash, agentId],
+    );
+    const rows = returned<{ id: string }>(raw);
+    return rows.length ? this.manager.findOneByOrFail(RunEntity, { id: rows[0].id }) : null;
+  }
+
+  // --- what the agent reports -------------------------------------------------------------------
+
+  /** assigned → running (the agent said it started); null when the run was not assigned. */
+  async markRunning(runId: string, at: Date): Promise<RunEntity | null> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET status = 'running', started_at = $2 WHERE id = $1 AND status = 'assigned' RETURNING id`,
+      [runId, at],
+    );
+    return returned(raw).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+  }
+
+  /** The agent still holds these runs: their leases end no sooner than `until`. */
+  async renewLeases(agentId: string, runIds: string[], until: Date): Promise<void> {
+    if (runIds.length === 0) return;
+    await this.manager.query(
+      `UPDATE runs SET lease_expires_at = $3 WHERE agent_id = $1 AND id = ANY($2) AND status IN ('assigned', 'running')`,
+      [agentId, runIds, until],
+    );
+  }
+
+  /**
+   * A batch was stored (inside its transaction, the run row locked): its seq, the log counters and
+   * pending tail, and assigned → running when it is the run's first sign of life.
+   */
+  async recordBatch(run: RunEntity): Promise<void> {
+    await this.manager.query(
+      'UPDATE runs SET last_batch_seq = $2, last_log_seq = $3, status = $4, started_at = $5, log_lines = $6, log_bytes = $7, log_tail = $8 WHERE id = $1',
+      [
+        run.id,
+        run.lastBatchSeq,
+        run.lastLogSeq,
+        run.status,
+        run.startedAt,
+        run.logLines,
+        run.logBytes,
+        run.logTail === null ? null : JSON.stringify(run.logTail),
+      ],
+    );
+  }
+
+  /** The capped log's end was stored: its pending tail is cleared and the counters advance. */
+  async clearLogTail(run: RunEntity): Promise<void> {
+    await this.manager.query(
+      'UPDATE runs SET log_tail = NULL, log_lines = $2, log_bytes = $3, last_log_seq = $4 WHERE id = $1',
+      [run.id, run.logLines, run.logBytes, run.lastLogSeq],
+    );
+  }
+
+  /** assigned | running → the verdict (inside the verdict's transaction, the run row locked). */
+  async finish(runId: string, v: RunVerdict): Promise<void> {
+    await this.manager.update(
+      RunEntity,
+      { id: runId },
+      {
+        status: v.status,
+        finishedAt: v.finishedAt,
+        leaseExpiresAt: null,
+        workloads: v.workloads,
+        metrics: v.metrics,
+        detail: v.detail,
+        message: v.message,
+        pairs: v.pairs,
+        score: v.score,
+        scoreInterval: v.scoreInterval,
+        failureCode: v.failureCode,
+        quotaRefunded: v.quotaRefunded,
+      },
+    );
+  }
+
+  /**
+   * → canceled. A run canceled before it started (queued or assigned) is refunded; a running one
+   * is not. Null when the run had already ended.
+   */
+  async cancel(runId: string, c: { reason: string; message: string; at: Date }): Promise<RunEntity | null> {
+    const set = `status = 'canceled', cancel_reason = $2, message = $3, finished_at = $4, lease_expires_at = NULL`;
+    const args = [runId, c.reason, c.message, c.at];
+    const before = await this.manager.query(
+      `UPDATE runs SET ${set}, quota_refunded = true WHERE id = $1 AND status IN ('queued', 'assigned') RETURNING id`,
+      args,
+    );
+    if (returned(before).length) return this.manager.findOneBy(RunEntity, { id: runId });
+    const started = await this.manager.query(
+      `UPDATE runs SET ${set} WHERE id = $1 AND status = 'running' RETURNING id`,
+      args,
+    );
+    return returned(started).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+  }
+
+  /**
+   * queued | assigned | running → failed as infra_error, refunded (ours, not the team's). With
+   * `leaseLost` the failure is marked as the sweeper's lapsed lease, the one {@link reinstate} may
+   * undo. Null when the run had already ended.
+   */
+  async failInfra(
+    runId: string,
+    f: { message: string; at: Date; leaseLost: boolean },
+  ): Promise<RunEntity | null> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET status = 'failed', failure_code = 'infra_error', message = $2, finished_at = $3,
+              lease_expires_at = NULL, quota_refunded = true${f.leaseLost ? ', lease_lost_at = $3' : ''}
+        WHERE id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
+      [runId, f.message, f.at],
+    );
+    return returned(raw).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+  }
+
+  /**
+   * failed (lapsed lease) → assigned | running: only the sweeper's lapsed-lease failures of this
+   * agent, before the whole-run deadline plus `graceSeconds`. Returns the ids changed.
+   */
+  async reinstate(
+    agentId: string,
+    runIds: string[],
+    r: { leaseUntil: Date; graceSeconds: number; now: Date },
+  ): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const raw = await this.manager.query(
+      `UPDATE runs SET status = CASE WHEN started_at IS NULL THEN 'assigned' ELSE 'running' END,
+              failure_code = NULL, message = NULL, finished_at = NULL, quota_refunded = false,
+              lease_lost_at = NULL, lease_expires_at = $3
+        WHERE id = ANY($2) AND agent_id = $1 AND status = 'failed' AND lease_lost_at IS NOT NULL
+          AND (deadline_at IS NULL OR deadline_at + make_interval(secs => $4::int) > $5)
+        RETURNING id`,
+      [agentId, runIds, r.leaseUntil, r.graceSeconds, r.now],
+    );
+    return returned<{ id: string }>(raw).map((x) => x.id);
+  }
+
+  // --- the sweeper ------------------------------------------------------------------------------
+
+  /** Runs whose agent stopped renewing the lease. */
+  async expiredLeases(now: Date): Promise<{ id: string; agentId: string }[]> {
+    const rows: { id: string; agent_id: string }[] = await this.manager.query(
+      `SELECT id, agent_id FROM runs WHERE status IN ('assigned', 'running') AND lease_expires_at < $1 AND agent_id IS NOT NULL LIMIT 500`,
+      [now],
+    );
+    return rows.map((r) => ({ id: r.id, agentId: r.agent_id }));
+  }
+
+  /** Every active lease ends no sooner than `until` (after this process or its clock paused). */
+  async extendLeases(until: Date): Promise<number> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET lease_expires_at = $1 WHERE status IN ('assigned', 'running') AND agent_id IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at < $1) RETURNING id`,
+      [until],
+    );
+    return returned(raw).length;
+  }
+
+  /** Runs past their whole-run deadline (plus a grace for the agent's own verdict to land). */
+  async overdue(cutoff: Date): Promise<string[]> {
+    const rows: { id: string }[] = await this.manager.query(
+      `SELECT id FROM runs WHERE status IN ('assigned', 'running') AND deadline_at < $1 LIMIT 500`,
+      [cutoff],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  // --- the organizer's changes ------------------------------------------------------------------
+
+  /** The organizer changed the whole-run limit: unfinished runs take it (deadlines from assignment). */
+  async setLimitForUnfinished(benchmarkId: string, seconds: number): Promise<RunEntity[]> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET run_time_limit_seconds = $2::int,
+              deadline_at = CASE WHEN assigned_at IS NULL THEN NULL ELSE assigned_at + make_interval(secs => $2::int) END
+        WHERE benchmark_id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
+      [benchmarkId, seconds],
+    );
+    const ids = returned<{ id: string }>(raw).map((r) => r.id);
+    return ids.length ? this.manager.findBy(RunEntity, { id: In(ids) }) : [];
+  }
+
+  /** Official runs under older rules stop ranking; public runs never ranked, so they are left alone. */
+  async invalidateBefore(benchmarkId: string, rulesVersion: number, reason: string): Promise<number> {
+    const raw = await this.manager.query(
+      `UPDATE runs SET invalidated = true, invalidated_reason = $3
+        WHERE benchmark_id = $1 AND rules_version < $2 AND mode = 'official' AND NOT invalidated RETURNING id`,
+      [benchmarkId, rulesVersion, reason],
+    );
+    return returned(raw).length;
+  }
+}

@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LOG_LIMITS } from '@dryft/libs';
+import type { LogLine, RunFinished } from '@dryft/libs';
+import { Clock } from '../src/common/clock';
+import type { EventBus } from '../src/common/event-bus';
+import type { Config } from '../src/config/config';
+import { RunLifecycleService, verdictOf } from '../src/runs/run-lifecycle.service';
+import type { RunEntity } from '../src/runs/run.entity';
+import type { RunQueue, RunVerdict } from '../src/runs/run-queue';
+import type { RunsRepository } from '../src/runs/runs.repository';
+import type { RunsService } from '../src/runs/runs.service';
+import { aResult, aRun } from './builders';
+
+/** The lifecycle over recording stand-ins for its repositories (the rules only, no database). */
+function lifecycle(runs: RunEntity[]) {
+  const byId = new Map(runs.map((r) => [r.id, r]));
+  const calls: string[] = [];
+  const verdicts: RunVerdict[] = [];
+  const emitted: string[] = [];
+  const row = (r: RunEntity) => ({
+    id: r.id,
+    agentId: r.agentId,
+    slot: r.slot,
+    mode: r.mode,
+    status: r.status,
+    lastBatchSeq: r.lastBatchSeq,
+  });
+  const repo = {
+    transaction: async <T>(work: (tx: unknown) => Promise<T>) => work(repo),
+    lock: async (id: string) => byId.get(id) ?? null,
+    findById: async (id: string) => byId.get(id) ?? null,
+    insertLogs: async (id: string, lines: LogLine[]) => {
+      if (lines.length) calls.push(`logs ${lines.map((l) => l.seq).join(',')}`);
+    },
+    upsertSample: async () => void calls.push('sample'),
+    upsertCheck: async () => void calls.push('check'),
+    upsertMetric: async () => void calls.push('metric'),
+    upsertBaseline: async () => void calls.push('baseline'),
+  };
+  const queue = {
+    within: () => queue,
+    recordBatch: async (r: RunEntity) => void calls.push(`record ${r.lastBatchSeq} ${r.status}`),
+    finish: async (id: string, v: RunVerdict) => {
+      calls.push(`finish ${v.status}`);
+      verdicts.push(v);
+    },
+    renewLeases: async (_a: string, ids: string[]) => void calls.push(`renew ${ids.join(',')}`),
+    reinstate: async (agentId: string, ids: string[]) => {
+      calls.push(`reinstate ${ids.length}`);
+      const back = ids.filter((id) => {
+        const r = byId.get(id);
+        return r && r.agentId === agentId && r.status === 'failed' && r.leaseLostAt;
+      });
+      for (const id of back) Object.assign(byId.get(id)!, { status: 'running', leaseLostAt: null });
+      return back;
+    },
+    runsByIds: async (ids: string[]) => runs.filter((r) => ids.includes(r.id)).map(row),
+    activeRunsByAgent: async ([agentId]: string[]) =>
+      runs.filter((r) => r.agentId === agentId && ['assigned', 'running'].includes(r.status)).map(row),
+    requeue: async (id: string) => {
+      const r = byId.get(id)!;
+      if (r.status !== 'assigned' || r.startedAt) return false;
+      calls.push(`requeue ${id}`);
+      r.status = 'queued';
+      return true;
+    },
+    failInfra: async (id: string, f: { leaseLost: boolean }) => {
+      calls.push(`fail ${id} lapsed=${f.leaseLost}`);
+      return byId.get(id) ?? null;
+    },
+  };
+  const runsService = {
+    logLimits: () => DEFAULT_LOG_LIMITS,
+    storeEndOfLog: async () => [],
+    flushLogTail: async () => undefined,
+    view: async (r: RunEntity) => ({ id: r.id, status: r.status }),
+    resultOf: async () => ({}),
+  };
+  const bus = { emit: (event: string) => void emitted.push(event) };
+  const config = { AGENT_LEASE_SECONDS: 30, DEADLINE_GRACE_SECONDS: 10 } as Config;
+  const service = new RunLifecycleService(
+    repo as unknown as RunsRepository,
+    queue as unknown as RunQueue,
+    runsService as unknown as RunsService,
+    new Clock(),
+    bus as unknown as EventBus,
+    config,
+  );
+  return { service, calls, verdicts, emitted };
+}
+
+const logBatch = (runId: string, seq: number, first: number, n: number) => ({
+  runId,
+  seq,
+  entries: Array.from({ length: n }, (_, i) => ({
+    type: 'log' as const,
+    n: first + i,
+    ts: 1,
+    stream: 'stdout' as const,
+    text: `line ${first + i}`,
+  })),
+});
+
+const finished = (runId: string, over: Partial<RunFinished> = {}): RunFinished => ({
+  runId,
+  lastSeq: 0,
+  canceled: false,
+  exitCode: 0,
+  result: aResult(),
+  ...over,
+});
+
+describe('RunLifecycleService: batches are stored exactly once, in order', () => {
+  it('stores the next batch, and the first one moves assigned → running', async () => {
+    const run = aRun();
+    const { service, calls, emitted } = lifecycle([run]);
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 1, 1, 2))).toEqual({
+      ok: true,
+      ackedSeq: 1,
+    });
+    expect(calls).toEqual(['logs 1,2', 'record 1 running']);
+    expect(run.startedAt).toBeInstanceOf(Date);
+    expect(emitted).toContain('run.logs');
+  });
+
+  it('acks a resend (seq at or below the stored one) without storing it again', async () => {
+    const run = aRun({ status: 'running', lastBatchSeq: 3 });
+    const { service, calls } = lifecycle([run]);
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 5, 1))).toEqual({
+      ok: true,
+      ackedSeq: 3,
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it('refuses a batch past the next one with the stored seq, so the agent resends from there', async () => {
+    const run = aRun({ status: 'running', lastBatchSeq: 3 });
+    const { service, calls } = lifecycle([run]);
+    const ack = await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 5, 9, 1));
+    expect(ack).toMatchObject({ ok: false, ackedSeq: 3 });
+    expect(ack.error).toContain('Expected batch 4');
+    expect(calls).toEqual([]);
+  });
+
+  it("tells another agent to stop, and an ended run's agent too", async () => {
+    const run = aRun({ status: 'running' });
+    const ended = aRun({ status: 'canceled', lastBatchSeq: 2 });
+    const { service, calls } = lifecycle([run, ended]);
+    expect(await service.storeBatch(run.id, randomUUID(), logBatch(run.id, 1, 1, 1))).toMatchObject({
+      ok: false,
+      stop: true,
+    });
+    expect(await service.storeBatch(ended.id, ended.agentId!, logBatch(ended.id, 3, 1, 1))).toEqual({
+      ok: true,
+      ackedSeq: 2,
+      stop: true,
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it('reinstates a run failed for a lapsed lease when its own agent reports it, then stores the batch', async () => {
+    const run = aRun({
+      status: 'failed',
+      failureCode: 'infra_error',
+      leaseLostAt: new Date(),
+      startedAt: new Date(),
+    });
+    const { service, calls } = lifecycle([run]);
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 1, 1, 1))).toEqual({
+      ok: true,
+      ackedSeq: 1,
+    });
+    expect(calls).toEqual(['reinstate 1', 'logs 1', 'record 1 running']);
+  });
+});
+
+describe('RunLifecycleService: the verdict is applied once', () => {
+  it('stores the verdict and announces the run', async () => {
+    const run = aRun({ status: 'running', lastBatchSeq: 2 });
+    const { service, calls, verdicts, emitted } = lifecycle([run]);
+    expect(await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 2 }))).toEqual({
+      ok: true,
+    });
+    expect(calls).toEqual(['finish succeeded']);
+    expect(verdicts[0]).toMatchObject({ status: 'succeeded', score: 123.4, quotaRefunded: false });
+    expect(emitted).toEqual(['run.status', 'run.result', 'run.finished']);
+  });
+
+  it('answers a resend after a lost ack ok without changing anything', async () => {
+    const run = aRun({ status: 'succeeded', score: 1 });
+    const { service, calls, emitted } = lifecycle([run]);
+    expect(await service.finish(run.id, run.agentId!, finished(run.id))).toEqual({ ok: true });
+    expect(calls).toEqual([]);
+    expect(emitted).toEqual([]);
+  });
+
+  it('waits for every batch before the verdict, and refuses another agent', async () => {
+    const run = aRun({ status: 'running', lastBatchSeq: 1 });
+    const { service, calls } = lifecycle([run]);
+    const early = await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 3 }));
+    expect(early.ok).toBe(false);
+    expect(early.error).toContain('Batches up to 3 are not all stored (have 1)');
+    const stranger = await service.finish(run.id, randomUUID(), finished(run.id, { lastSeq: 1 }));
+    expect(stranger).toEqual({ ok: false, error: 'This run is not assigned to this agent.' });
+    expect(calls).toEqual([]);
+  });
+});
+
+describe('verdictOf', () => {
+  const now = new Date();
+  it('refunds failures that are ours (infra, harness) and not the candidate’s', () => {
+    const run = aRun({ status: 'running', startedAt: now });
+    const failed = (failureCode: RunVerdict['failureCode']) =>
+      verdictOf(
+        run,
+        finished(run.id, { result: aResult({ status: 'failed', failureCode, score: null }) }),
+        now,
+      );
+    expect(failed('infra_error')).toMatchObject({ status: 'failed', quotaRefunded: true });
+    expect(failed(null)).toMatchObject({ failureCode: 'harness_error', quotaRefunded: true });
+    expect(failed('candidate_error')).toMatchObject({ failureCode: 'candidate_error', quotaRefunded: false });
+  });
+
+  it('refunds a cancel only before the run started', () => {
+    const early = aRun({ status: 'assigned' });
+    const late = aRun({ status: 'running', startedAt: now });
+    expect(verdictOf(early, finished(early.id, { canceled: true }), now)).toMatchObject({
+      status: 'canceled',
+      quotaRefunded: true,
+    });
+    expect(verdictOf(late, finished(late.id, { canceled: true }), now)).toMatchObject({
+      status: 'canceled',
+      quotaRefunded: false,
+    });
+  });
+
+  it('names the whole-run limit in force when the run timed out at its deadline', () => {
+    const run = aRun({
+      status: 'running',
+      deadlineAt: new Date(now.getTime() - 500),
+      runTimeLimitSeconds: 90,
+    });
+    const v = verdictOf(
+      run,
+      finished(run.id, {
+        result: aResult({ status: 'failed', failureCode: 'timeout', message: 'Timed out.' }),
+      }),
+      now,
+    );
+    expect(v.message).toBe('Timed out. The whole-run time limit in force was 90 s.');
+    expect(v.score).toBeNull();
+  });
+});
+
+describe('RunLifecycleService: reconciliation with a (re)connected agent', () => {
+  it('keeps what the agent still holds, requeues the unstarted runs it lost and fails the started ones', async () => {
+    const agentId = randomUUID();
+    const kept = aRun({ agentId, status: 'running', lastBatchSeq: 4, startedAt: new Date() });
+    const unstarted = aRun({ agentId, status: 'assigned' });
+    const started = aRun({ agentId, status: 'running', startedAt: new Date() });
+    const { service, calls } = lifecycle([kept, unstarted, started]);
+    const runs = await service.reconcile(agentId, [kept.id, 'not-a-uuid']);
+    expect(runs).toEqual([
+      { runId: kept.id, ackedSeq: 4, keep: true },
+      { runId: 'not-a-uuid', ackedSeq: 0, keep: false },
+    ]);
+    expect(calls).toEqual([
+      'reinstate 1',
+      `renew ${kept.id}`,
+      `requeue ${unstarted.id}`,
+      `fail ${started.id} lapsed=false`,
+    ]);
+  });
+
+  it('a heartbeat renews the runs the agent names and tells it to stop the ones no longer its own', async () => {
+    const agentId = randomUUID();
+    const mine = aRun({ agentId, status: 'running' });
+    const canceled = aRun({ agentId, status: 'canceled' });
+    const theirs = aRun({ status: 'running' });
+    const { service, calls } = lifecycle([mine, canceled, theirs]);
+    const stop = await service.heartbeat(agentId, [mine.id, canceled.id, theirs.id, 'junk']);
+    expect(stop).toEqual([canceled.id, theirs.id, 'junk']);
+    expect(calls).toEqual(['reinstate 3', `renew ${mine.id},${canceled.id},${theirs.id}`]);
+  });
+});

@@ -1,0 +1,211 @@
+import { io, Socket } from 'socket.io-client';
+import { AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
+import type { AgentCapabilities, HarnessEvent, HarnessResultEvent } from '@dryft/libs';
+
+/** A steady run: `lines` log lines, one batch each, `intervalMs` apart, then a verdict. */
+export interface Script {
+  lines: number;
+  intervalMs: number;
+  /** Lines per numbered batch (default 1): a long run streams in fewer, larger batches. */
+  perBatch?: number;
+  /** The text of line n (default `scripted line n`). */
+  text?: (n: number) => string;
+}
+
+/**
+ * The one fake GPU agent of the tests: it speaks the real `/agents` protocol over socket.io (the
+ * zod shapes of libs/src/protocol/agents.ts) with the capabilities a test gives it (CPU by
+ * default). It records what dispatch assigns (the spec, with the cached baseline the hub looked up)
+ * and accepts each assignment unless `accept` is false; a test then reports harness events and
+ * verdicts as the real agent does (`events`, `finish`), or lets it play a `Script` on its own
+ * (`FakeAgent.streaming`). A streaming agent survives cuts and hub restarts the way the real one
+ * does: it reconnects, reports the run it holds with its last acknowledged batch, and resends
+ * everything until it is acknowledged. The real agent process is exercised by the e2e tests.
+ */
+export class FakeAgent {
+  readonly socket: Socket;
+  readonly assigned: RunAssign[] = [];
+  /** Refuse the next assignments (with reason "busy") while false. */
+  accept = true;
+  /** The verdict `play` sends (the harness's result event). */
+  result: Omit<HarnessResultEvent, 'type' | 'workloads' | 'metrics'> = {
+    status: 'succeeded',
+    failureCode: null,
+    message: 'scripted',
+    score: null,
+  };
+  private readonly seq = new Map<string, number>();
+  private script?: Script;
+  /** Streaming: the run being played and its last acknowledged batch. */
+  private playing: string | null = null;
+  private acked = 0;
+  private stopped = false;
+
+  constructor(
+    url: string,
+    readonly token: string,
+    opts: { reconnection?: boolean } = {},
+  ) {
+    this.socket = io(`${url}/agents`, {
+      auth: { token },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: opts.reconnection ?? false,
+    });
+    this.socket.on('run.assign', (raw: unknown, ack: (r: unknown) => void) => {
+      const assign = RunAssign.parse(raw);
+      this.assigned.push(assign);
+      ack({ accepted: this.accept, reason: this.accept ? undefined : 'busy' });
+      // Stopped mid-run by a test's teardown: nothing to report.
+      if (this.accept && this.script) this.play(assign.runId, this.script).catch(() => undefined);
+    });
+  }
+
+  /**
+   * An agent that plays `script` on every run it is given. It reconnects by itself (also after the
+   * hub's own disconnect at shutdown), says ready after every connect with the run it holds, and
+   * heartbeats every 2 s.
+   */
+  static async streaming(url: string, token: string, script: Script): Promise<FakeAgent> {
+    const agent = new FakeAgent(url, token);
+    agent.script = script;
+    const again = () => {
+      if (!agent.stopped) setTimeout(() => !agent.socket.connected && agent.socket.connect(), 300).unref();
+    };
+    agent.socket.on('disconnect', again);
+    agent.socket.on('connect_error', again);
+    agent.socket.on('connect', () => void agent.hello().catch(() => undefined));
+    await agent.connected();
+    const beat = setInterval(() => {
+      if (agent.socket.connected)
+        agent.socket.emit(
+          'agent.heartbeat',
+          { activeRuns: agent.playing ? [agent.playing] : [] },
+          () => undefined,
+        );
+    }, 2000);
+    beat.unref();
+    return agent;
+  }
+
+  /** agent.ready of a streaming agent: the run it plays, from its last acknowledged batch. */
+  private async hello(): Promise<void> {
+    const raw: unknown = await this.socket.timeout(10_000).emitWithAck('agent.ready', {
+      capabilities: {
+        accelerator: 'cpu',
+        gpuModel: null,
+        gpuCount: 0,
+        driver: null,
+        harnessVersion: 'scripted',
+        agentVersion: 'scripted',
+        benchmarks: [],
+      },
+      slots: [{ index: 0, gpus: [] }],
+      activeRuns: this.playing ? [{ runId: this.playing, lastAckedSeq: this.acked }] : [],
+    });
+    const ack = AgentReadyAck.parse(raw);
+    for (const r of ack.runs) if (r.runId === this.playing) this.acked = Math.max(this.acked, r.ackedSeq);
+  }
+
+  /** Sends until acknowledged, across disconnects and restarts. */
+  private async send(event: string, payload: unknown): Promise<unknown> {
+    for (;;) {
+      if (this.stopped) throw new Error('stopped');
+      if (this.socket.connected) {
+        try {
+          return await this.socket.timeout(5_000).emitWithAck(event, payload);
+        } catch {
+          /* no ack: resend */
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private connected(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.socket.connected) resolve();
+      this.socket.once('connect', () => resolve());
+      this.socket.once('connect_error', reject);
+    });
+  }
+
+  async ready(opts: { slots?: number; capabilities?: Partial<AgentCapabilities> } = {}) {
+    await this.connected();
+    return this.socket.emitWithAck('agent.ready', {
+      capabilities: {
+        accelerator: 'cpu',
+        gpuModel: null,
+        gpuCount: 0,
+        driver: null,
+        harnessVersion: 'test',
+        agentVersion: 'test',
+        benchmarks: [],
+        ...opts.capabilities,
+      },
+      slots: Array.from({ length: opts.slots ?? 1 }, (_, index) => ({ index, gpus: [] })),
+      activeRuns: [],
+    });
+  }
+
+  /** Says the run started and sends harness events as its next batch. */
+  async events(runId: string, events: HarnessEvent[]) {
+    const seq = (this.seq.get(runId) ?? 0) + 1;
+    this.seq.set(runId, seq);
+    await this.socket.emitWithAck('run.started', { runId });
+    return this.socket.emitWithAck('run.batch', {
+      runId,
+      seq,
+      entries: events.map((event) => ({ type: 'event', ts: Date.now(), event })),
+    });
+  }
+
+  /** The verdict, after the batches sent so far (or after `lastSeq` when a test sent its own). */
+  finish(runId: string, result: Omit<HarnessResultEvent, 'type'>, lastSeq = this.seq.get(runId) ?? 0) {
+    return this.socket.emitWithAck('run.finished', {
+      runId,
+      lastSeq,
+      canceled: false,
+      exitCode: 0,
+      result: { type: 'result', ...result },
+    });
+  }
+
+  private async play(runId: string, script: Script): Promise<void> {
+    this.playing = runId;
+    this.acked = 0;
+    const text = script.text ?? ((n: number) => `scripted line ${n}`);
+    await this.send('run.started', { runId });
+    const per = Math.max(1, script.perBatch ?? 1);
+    const batches = Math.ceil(script.lines / per);
+    for (let seq = 1; seq <= batches; seq++) {
+      const first = (seq - 1) * per + 1;
+      const last = Math.min(seq * per, script.lines);
+      const entries = [];
+      for (let n = first; n <= last; n++)
+        entries.push({ type: 'log', n, ts: Date.now(), stream: 'out', text: text(n) });
+      while (this.acked < seq) {
+        const ack = BatchAck.safeParse(await this.send('run.batch', { runId, seq, entries }));
+        if (ack.success) this.acked = Math.max(this.acked, ack.data.ackedSeq);
+      }
+      await new Promise((r) => setTimeout(r, script.intervalMs));
+    }
+    for (;;) {
+      const ack = (await this.send('run.finished', {
+        runId,
+        lastSeq: batches,
+        canceled: false,
+        exitCode: 0,
+        result: { type: 'result', ...this.result, workloads: [], metrics: {} },
+      })) as { ok?: boolean };
+      if (ack?.ok) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    this.playing = null;
+  }
+
+  close(): void {
+    this.stopped = true;
+    this.socket.close();
+  }
+}
