@@ -260,6 +260,25 @@ def child_env(env: dict, workdir: str) -> dict:
     return out
 
 
+def kept_under_tmp() -> list[str]:
+    """What the jail's fresh /tmp must not hide: the harness (the launcher and child.py), the
+    interpreter and the paths the evaluator names in DRYFT_JAIL_READ (the model). A CI clone or a
+    checkout under /tmp would otherwise vanish inside the jail. Nothing else of /tmp is kept: not the
+    agent's events socket folder (/tmp/dryft-ev-*), which its sandbox mounts there read-only and
+    which an engine must never reach."""
+    wanted = [os.path.dirname(os.path.dirname(LAUNCHER)), sys.prefix, sys.base_prefix,
+              os.path.dirname(os.path.realpath(sys.executable))]
+    wanted += [p for p in os.environ.get("DRYFT_JAIL_READ", "").split(os.pathsep) if p]
+    keep: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in wanted}):
+        if not path.startswith("/tmp/") or not os.path.exists(path):
+            continue
+        if any(path == k or path.startswith(k + "/") for k in keep):
+            continue
+        keep.append(path)
+    return keep
+
+
 def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int) -> list[str]:
     workdir = os.path.abspath(workdir)
     bwrap = os.environ.get("DRYFT_JAIL_BWRAP", "/usr/bin/bwrap")
@@ -271,6 +290,21 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
         "--proc", "/proc",
         "--tmpfs", "/run",
         "--size", size, "--tmpfs", "/tmp",
+    ]
+    kept = kept_under_tmp()
+    # bwrap gives the folders it creates above a bind the modes of their sources (a 0700
+    # /tmp/pytest-of-root, say), which the engine's uid could not enter: make them 0755 first.
+    parents: list[str] = []
+    for path in kept + [workdir]:
+        parent = os.path.dirname(path)
+        while parent.startswith("/tmp/") and parent not in parents:
+            parents.append(parent)
+            parent = os.path.dirname(parent)
+    for parent in sorted(parents, key=lambda p: p.count("/")):
+        args += ["--perms", "0755", "--dir", parent]
+    for path in kept:
+        args += ["--ro-bind", path, path]
+    args += [
         "--ro-bind", workdir, SOURCE_MOUNT,
         "--size", size, "--tmpfs", workdir,
         "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--hostname", "dryft-engine",

@@ -306,3 +306,41 @@ def test_the_seccomp_program_is_well_formed():
         assert len(prog) % 8 == 0 and 20 < len(prog) // 8 < 255
     with pytest.raises(jail.JailError):
         jail.seccomp_program("mips")
+
+
+def test_a_harness_and_model_under_tmp_stay_visible_in_the_jail(tmp_path, make_engine, jailed):
+    """A checkout under /tmp (CI clones may live there): the jail's fresh /tmp must not hide the
+    harness (its launcher) or the model, while the rest of /tmp stays out of the engine's sight."""
+    from conftest import HARNESS, TOY_MODEL
+    import json as _json
+    import sys as _sys
+
+    assert str(tmp_path).startswith("/tmp/"), tmp_path
+    copy = tmp_path / "checkout"
+    shutil.copytree(HARNESS, copy / "harness", ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    (copy / "models").mkdir()
+    shutil.copy(TOY_MODEL, copy / "models" / "model.json")
+    secret = tmp_path / "not-for-engines.txt"
+    secret.write_text("hidden")
+    d = engine_with(make_engine, f"""
+        if os.path.exists({str(secret)!r}):
+            raise RuntimeError("ATTACK WORKED: the engine sees the rest of /tmp")
+    """)
+    spec = toy_spec("public")
+    spec["model"]["path"] = str(copy / "models" / "model.json")
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(_json.dumps(spec))
+    r, w = os.pipe()
+    proc = subprocess.Popen(
+        [_sys.executable, "-m", "harness", "run", "--benchmark", spec["benchmark"], "--submission", str(d),
+         "--mode", "public", "--spec", str(spec_path), "--events-fd", str(w)],
+        cwd=str(copy), pass_fds=(w,), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(copy / "harness")),
+    )
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        events = [_json.loads(line) for line in fh.read().decode().splitlines()]
+    out, err = proc.communicate(timeout=120)
+    result = events[-1]
+    assert result["type"] == "result" and result["status"] == "succeeded", (result.get("detail"), result.get("message"), err.decode()[-2000:])
+    assert "ATTACK WORKED" not in out.decode() + err.decode()

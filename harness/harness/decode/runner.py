@@ -141,6 +141,8 @@ class DecodeRun:
         self.spec = validate_decode_spec(spec)
         # The engine runs with its own folder as cwd: hand it absolute paths.
         spec["model"]["path"] = os.path.abspath(spec["model"]["path"])
+        # The engines' sandboxes must see the model even where it lives under /tmp (harness/jail.py).
+        os.environ["DRYFT_JAIL_READ"] = spec["model"]["path"]
         spec["baselineEngine"] = os.path.abspath(spec["baselineEngine"])
         self.submission_dir = os.path.abspath(submission_dir)
         self.events = events
