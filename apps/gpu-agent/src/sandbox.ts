@@ -101,6 +101,9 @@ function real(p: string): string {
 
 /** System folders every interpreter needs (merged-/usr symlinks are recreated as symlinks). */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/** Whether a path is inside the system folders every sandbox mounts anyway. */
+export const isSystemPath = (p: string) => SYSTEM_DIRS.some((d) => within(p, d));
 /** /etc files the loader, Python, torch and CUDA read; nothing else of /etc (no shadow, no keys). */
 const ETC_FILES = [
   '/etc/ld.so.cache',
