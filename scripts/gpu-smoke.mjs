@@ -2,7 +2,7 @@
 // gpu-smoke: an operator's end-to-end check of a GPU box before it takes real work
 // (apps/gpu-agent/README.md, docs/GPU_E2E.md).
 //
-//   node scripts/gpu-smoke.mjs [--full] [--model DIR] [--data DIR] [--out DIR] [--keep]
+//   node scripts/gpu-smoke.mjs [--full] [--model DIR] [--data DIR] [--out DIR] [--keep] [--budget-s N]
 //   node scripts/gpu-smoke.mjs --cpu-rehearsal          # the same loop on toy-decode, no GPU needed
 //
 // It starts a hub (the API with embedded Postgres and a DATA_DIR of its own), a real agent with one
@@ -19,7 +19,16 @@
 // same model family, engines and checks, with small workloads and few samples, so the whole loop
 // takes minutes); --full uses config/benchmarks/qwen3-4b-decode.yaml unchanged (an hour or more).
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,7 +59,8 @@ function gpus() {
     ['--query-gpu=index,name,driver_version,memory.total,memory.used', '--format=csv,noheader,nounits'],
     { encoding: 'utf8', timeout: 20_000 },
   );
-  if (r.error || r.status !== 0) return { list: [], why: (r.error?.message ?? r.stderr ?? '').trim() || `exit ${r.status}` };
+  if (r.error || r.status !== 0)
+    return { list: [], why: (r.error?.message ?? r.stderr ?? '').trim() || `exit ${r.status}` };
   const list = r.stdout
     .split('\n')
     .map((l) => l.trim())
@@ -82,7 +92,9 @@ const agentMain = pick(
   path.join(root, 'apps/gpu-agent/dist/main.js'),
 );
 if (!apiMain || !agentMain) {
-  console.error('gpu-smoke: no API/agent build: run `npm run build` (or use the pack of scripts/pack-gpu-smoke.sh)');
+  console.error(
+    'gpu-smoke: no API/agent build: run `npm run build` (or use the pack of scripts/pack-gpu-smoke.sh)',
+  );
   process.exit(1);
 }
 const bwrap = pick(path.join(root, 'bin/bwrap'), '/usr/bin/bwrap');
@@ -90,7 +102,8 @@ const dataDir = path.resolve(value('--data') ?? path.join(root, '.data', `gpu-sm
 rmSync(dataDir, { recursive: true, force: true });
 mkdirSync(dataDir, { recursive: true });
 const which = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim();
-const python = process.env.HARNESS_PYTHON ?? (rehearsal ? '/usr/bin/python3' : which('python3') || '/usr/bin/python3');
+const python =
+  process.env.HARNESS_PYTHON ?? (rehearsal ? '/usr/bin/python3' : which('python3') || '/usr/bin/python3');
 
 // ---- 3. The benchmark: the smoke profile, or the full definition --------------------------------
 const benchDir = path.join(dataDir, 'benchmarks');
@@ -99,7 +112,10 @@ let benchId;
 let modelDir = null;
 if (rehearsal) {
   benchId = 'toy-decode';
-  writeFileSync(path.join(benchDir, 'toy-decode.yaml'), readFileSync(path.join(root, 'config/benchmarks/toy-decode.yaml')));
+  writeFileSync(
+    path.join(benchDir, 'toy-decode.yaml'),
+    readFileSync(path.join(root, 'config/benchmarks/toy-decode.yaml')),
+  );
 } else if (full) {
   benchId = 'qwen3-4b-decode';
   writeFileSync(
@@ -145,7 +161,7 @@ workloads:
   hidden:
     - { name: s-h-b1-p64, batchSize: 1, promptLength: 64, maxNewTokens: 32, seed: 70001 }
     - { name: s-h-b8-p128, batchSize: 8, promptLength: 128, maxNewTokens: 32, seed: 70002 }
-samples: { public: 2, official: 3, warmup: 1, maxPairs: 3, targetHalfWidthPct: 50 }
+samples: { public: 1, official: 3, warmup: 1, maxPairs: 3, targetHalfWidthPct: 50 }
 limits: { loadSeconds: 300, sampleSeconds: 60, runSeconds: 800, memoryBytes: 40000000000, memoryMeasure: auto }
 checks: { maxTtftMs: null, maxTpotMs: 200, maxRatioSpreadPct: 60, logitTolerance: 0.25 }
 dailyLimits: { official: 50 }
@@ -156,7 +172,11 @@ dailyLimits: { official: 50 }
 // ---- 4. The checkpoint -----------------------------------------------------------------------------
 if (!rehearsal) {
   const real = '/models/Qwen3-4B-Instruct-2507';
-  modelDir = value('--model') ? path.resolve(value('--model')) : existsSync(path.join(real, 'config.json')) ? real : null;
+  modelDir = value('--model')
+    ? path.resolve(value('--model'))
+    : existsSync(path.join(real, 'config.json'))
+      ? real
+      : null;
   if (!modelDir) {
     modelDir = '/var/lib/dryft-gpu-smoke/qwen3-4b-random';
     if (!existsSync(path.join(modelDir, 'config.json'))) {
@@ -171,7 +191,20 @@ if (!rehearsal) {
         process.exit(1);
       }
     } else say(`using the random-weight checkpoint built earlier: ${modelDir}`);
+    // save_pretrained writes model.safetensors with mode 0600; the engine child runs as a uid of
+    // its own (sandboxUidBase + …), which must be able to read it.
+    spawnSync('chmod', ['-R', 'a+rX', modelDir]);
   } else say(`model: ${modelDir}`);
+  const unreadable = readdirSync(modelDir, { withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(modelDir, e.name))
+    .filter((f) => (statSync(f).mode & 0o004) === 0);
+  if (unreadable.length) {
+    say(
+      `FAIL the checkpoint is not readable by the engine's own uid (the jail runs it as sandboxUidBase + 4 × slot): ${unreadable.join(', ')}; run \`chmod -R a+rX ${modelDir}\``,
+    );
+    process.exit(1);
+  }
 }
 
 // ---- 5. Hub and agent ------------------------------------------------------------------------------
@@ -227,6 +260,7 @@ const api = startProc('api', [apiMain], {
   ...(process.env.GPU_SMOKE_DATABASE_URL ? { DATABASE_URL: process.env.GPU_SMOKE_DATABASE_URL } : {}),
 });
 const results = [];
+const rows = [];
 let failed = false;
 function record(check, ok, detail) {
   results.push({ check, ok, detail });
@@ -256,7 +290,9 @@ async function waitHealthy() {
   return false;
 }
 if (!(await waitHealthy())) {
-  say(`the API did not become healthy; its log: ${api.logFile}\n${readFileSync(api.logFile, 'utf8').slice(-3000)}`);
+  say(
+    `the API did not become healthy; its log: ${api.logFile}\n${readFileSync(api.logFile, 'utf8').slice(-3000)}`,
+  );
   await finish(1);
 }
 say(`hub up on ${url} (data ${dataDir})`);
@@ -312,7 +348,11 @@ try {
   writeFileSync(path.join(dataDir, 'agent.token'), `${created.json.token}\n`, { mode: 0o600 });
   const team = await call('POST', '/api/teams', { ...op, body: { name: 'gpu smoke' }, expect: 201 });
   token = (
-    await call('POST', `/api/teams/${team.json.id}/tokens`, { ...op, body: { name: 'gpu-smoke' }, expect: 201 })
+    await call('POST', `/api/teams/${team.json.id}/tokens`, {
+      ...op,
+      body: { name: 'gpu-smoke' },
+      expect: 201,
+    })
   ).json.token;
 } catch (err) {
   say(`setting up the hub failed: ${err.message}`);
@@ -337,7 +377,9 @@ const agent = startProc('agent', [agentMain, '--config', path.join(dataDir, 'age
   DRYFT_BWRAP: bwrap,
   NCCL_NVLS_ENABLE: '0',
 });
-say(`agent started: ${slots.length} slot(s) ${JSON.stringify(slots.map((s) => s.gpus))}, python ${python}, bwrap ${bwrap}`);
+say(
+  `agent started: ${slots.length} slot(s) ${JSON.stringify(slots.map((s) => s.gpus))}, python ${python}, bwrap ${bwrap}`,
+);
 
 // ---- 6. The agent's report ---------------------------------------------------------------------------
 const op = await signIn(operator);
@@ -352,7 +394,11 @@ for (let i = 0; i < 240 && !agentView; i++) {
   }
 }
 if (!agentView) {
-  record('agent online', false, `never came online; log ${agent.logFile}:\n${readFileSync(agent.logFile, 'utf8').slice(-3000)}`);
+  record(
+    'agent online',
+    false,
+    `never came online; log ${agent.logFile}:\n${readFileSync(agent.logFile, 'utf8').slice(-3000)}`,
+  );
   await finish(1);
 }
 const caps = agentView.capabilities;
@@ -366,12 +412,12 @@ const wanted = ['python', 'torch', 'cuda', 'triton', 'transformers', 'driver'];
 // CPU agents report no runtime (only GPU agents ask their interpreter at start).
 if (!rehearsal)
   record(
-  'runtime versions reported',
-  wanted.every((k) => rt[k]),
-  Object.entries(rt)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ') || 'none',
-);
+    'runtime versions reported',
+    wanted.every((k) => rt[k]),
+    Object.entries(rt)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ') || 'none',
+  );
 if (Object.keys(caps.cannotRun ?? {}).length)
   record('agent can run decode', false, JSON.stringify(caps.cannotRun));
 
@@ -391,7 +437,8 @@ async function upload(name, files) {
   form.set('benchmark', benchId);
   form.set('file', new Blob([packFiles(files)]), `${name}.tar.gz`);
   const r = await call('POST', '/api/submissions', { token, form });
-  if (r.status !== 201) throw new Error(`upload ${name}: ${r.status} ${JSON.stringify(r.json).slice(0, 800)}`);
+  if (r.status !== 201)
+    throw new Error(`upload ${name}: ${r.status} ${JSON.stringify(r.json).slice(0, 800)}`);
   return r.json.submission.id;
 }
 async function startRun(submissionId, mode) {
@@ -448,8 +495,13 @@ async function runLogs(runId) {
   return lines;
 }
 
-const rows = [];
+// --budget-s N: start no new run past N seconds (a machine lent for a fixed time); what is left is
+// reported as not run.
+const budgetS = Number(value('--budget-s') ?? 0);
+class OutOfTime extends Error {}
 async function scenario({ label, submissionId, mode, expect, failureCode }) {
+  if (budgetS && (Date.now() - started) / 1000 > budgetS)
+    throw new OutOfTime(`${label} (${mode}) and what follows were not run: past --budget-s ${budgetS}`);
   const t0 = Date.now();
   const runId = await startRun(submissionId, mode);
   const w = watch(runId);
@@ -457,10 +509,18 @@ async function scenario({ label, submissionId, mode, expect, failureCode }) {
   const result = (await call('GET', `/api/runs/${runId}/result`, { token })).json;
   const secs = (Date.now() - t0) / 1000;
   const logs = await runLogs(runId);
-  if (outDir) appendFileSync(path.join(outDir, 'runs.log'), `==== ${label} (${mode}) ${runId}: ${run.status} ${run.failureCode ?? ''}\n${logs.join('\n')}\n`);
+  if (outDir)
+    appendFileSync(
+      path.join(outDir, 'runs.log'),
+      `==== ${label} (${mode}) ${runId}: ${run.status} ${run.failureCode ?? ''}\n${logs.join('\n')}\n`,
+    );
   const ok = run.status === expect && (!failureCode || run.failureCode === failureCode);
+  const memCheck = (result.checks ?? []).find((c) => c.name === 'memory');
   const wl = (result.workloads ?? [])
-    .map((x) => `${x.workload}: TPOT ${x.tpotMs?.toFixed(3) ?? '-'} ms${x.speedup ? ` ×${x.speedup.toFixed(2)}` : ''}`)
+    .map(
+      (x) =>
+        `${x.workload}: TPOT ${x.tpotMs?.toFixed(3) ?? '-'} ms${x.speedup ? ` ×${x.speedup.toFixed(2)}` : ''}`,
+    )
     .join('; ');
   rows.push({
     label,
@@ -470,7 +530,9 @@ async function scenario({ label, submissionId, mode, expect, failureCode }) {
     score: run.score,
     secs,
     live: `${w.seen.logs} lines, ${w.seen.samples} samples`,
-    detail: wl || (run.message ?? '').slice(0, 160),
+    detail: [wl || (run.message ?? '').slice(0, 160), memCheck ? `memory: ${memCheck.detail}` : '']
+      .filter(Boolean)
+      .join('; '),
   });
   if (!ok) say(`${label} (${mode}): the run's log ends:\n${logs.slice(-40).join('\n')}`);
   record(
@@ -486,8 +548,44 @@ async function scenario({ label, submissionId, mode, expect, failureCode }) {
       `${w.seen.logs} log lines and ${w.seen.samples} sample events reached a /live watcher; the first sample ${lead == null ? 'never came' : `${lead.toFixed(1)} s before the run finished`}`,
     );
   } else record(`${label}: live stream`, false, 'nothing reached the /live watcher');
-  return { runId, run, result };
+  return { runId, run, result, logs };
 }
+
+// An engine that prints what it sees from inside the agent's sandbox and its own jail, then behaves
+// as its base: uid, /dev/nvidia* nodes, CUDA's and NVML's view.
+const SANDBOX_VIEW = `import json, os
+from base import Engine as Base
+
+
+def _view():
+    v = {"uid": os.getuid(), "dev": sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")),
+         "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    try:
+        import torch
+        v["cuda"] = torch.cuda.is_available()
+        v["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except Exception as e:
+        v["torch"] = repr(e)
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        used = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            try:
+                used.append(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i)).used)
+            except Exception as e:
+                used.append(repr(e))
+        v["nvml"] = used
+    except Exception as e:
+        v["nvml"] = repr(e)
+    return v
+
+
+class Engine(Base):
+    def __init__(self, model_path):
+        print("sandbox-view: " + json.dumps(_view()), flush=True)
+        super().__init__(model_path)
+`;
 
 const starterDir = path.join(root, 'starters', rehearsal ? 'toy-decode' : 'qwen3-4b-decode');
 const fastDir = path.join(starterDir, 'examples', 'fast');
@@ -512,17 +610,39 @@ try {
     perturbedFiles = [
       ...fastFiles.filter((f) => f.name !== 'engine.py'),
       { name: 'base.py', content: readFileSync(path.join(fastDir, 'engine.py')) },
-      { name: 'engine.py', content: readFileSync(path.join(root, 'harness/tests/engines/qwen3_perturbed.py')) },
+      {
+        name: 'engine.py',
+        content: readFileSync(path.join(root, 'harness/tests/engines/qwen3_perturbed.py')),
+      },
     ];
   }
   const perturbed = await upload('perturbed', perturbedFiles);
+  const baseFiles = rehearsal
+    ? [{ name: 'base.py', content: readFileSync(path.join(starterDir, 'engine/engine.py')) }]
+    : [
+        ...(await folderFiles(fastDir)).filter((f) => f.name !== 'engine.py'),
+        { name: 'base.py', content: readFileSync(path.join(fastDir, 'engine.py')) },
+      ];
+  const viewer = await upload('sandbox-view', [
+    ...baseFiles,
+    { name: 'engine.py', content: Buffer.from(SANDBOX_VIEW) },
+  ]);
   say('uploaded: the unchanged starter, the fast example, the perturbed-logit engine');
 
   await scenario({ label: 'starter', submissionId: starter, mode: 'public', expect: 'succeeded' });
   await scenario({ label: 'starter', submissionId: starter, mode: 'official', expect: 'succeeded' });
-  fastResult = await scenario({ label: 'fast example', submissionId: fast, mode: 'official', expect: 'succeeded' });
+  fastResult = await scenario({
+    label: 'fast example',
+    submissionId: fast,
+    mode: 'official',
+    expect: 'succeeded',
+  });
   if (fastResult.run.status === 'succeeded')
-    record('fast example beats the baseline', (fastResult.run.score ?? 0) > 100, `score ${fastResult.run.score}`);
+    record(
+      'fast example beats the baseline',
+      (fastResult.run.score ?? 0) > 100,
+      `score ${fastResult.run.score}`,
+    );
   const p = await scenario({
     label: 'perturbed logits',
     submissionId: perturbed,
@@ -532,7 +652,29 @@ try {
   });
   if (p.run.message) say(`perturbed: ${p.run.message.slice(0, 300)}`);
 
+  // What the engine sees from inside the agent's sandbox and its jail.
+  const v = await scenario({
+    label: 'sandbox view',
+    submissionId: viewer,
+    mode: 'public',
+    expect: 'succeeded',
+  });
+  const viewLine = v.logs.find((l) => l.includes('sandbox-view: '));
+  if (!viewLine) record('sandbox view', false, 'the engine printed no sandbox-view line');
+  else {
+    const view = JSON.parse(viewLine.slice(viewLine.indexOf('sandbox-view: ') + 14));
+    const slotNodes = rehearsal ? [] : [`nvidia${slots[0].gpus[0]}`];
+    const gpuNodes = view.dev.filter((n) => /^nvidia\d+$/.test(n));
+    const ok =
+      view.uid !== 0 &&
+      JSON.stringify(gpuNodes) === JSON.stringify(slotNodes) &&
+      (rehearsal || (view.cuda === true && view.devices.length === 1));
+    record('sandbox view', ok, `engine child: ${JSON.stringify(view)}`);
+  }
+
   // ---- 8. Cancel while the GPU works ---------------------------------------------------------------
+  if (budgetS && (Date.now() - started) / 1000 > budgetS)
+    throw new OutOfTime(`the cancel check was not run: past --budget-s ${budgetS}`);
   const before = rehearsal ? null : gpus().list;
   const cancelRun = await startRun(starter, 'official');
   let sampleSeen;
@@ -542,16 +684,23 @@ try {
   await Promise.race([sampled, deadline, w.done]);
   const during = rehearsal ? null : gpus().list;
   const t0 = Date.now();
-  const c = await call('POST', `/api/runs/${cancelRun}/cancel`, { token, body: { reason: 'gpu-smoke: cancel check' } });
+  const c = await call('POST', `/api/runs/${cancelRun}/cancel`, {
+    token,
+    body: { reason: 'gpu-smoke: cancel check' },
+  });
   const run = await w.done;
   const stopSecs = (Date.now() - t0) / 1000;
   let freed = null;
   if (!rehearsal) {
     for (let i = 0; i < 60; i++) {
       const now = gpus().list;
-      const apps = spawnSync('nvidia-smi', ['--query-compute-apps=pid,used_memory', '--format=csv,noheader'], {
-        encoding: 'utf8',
-      }).stdout.trim();
+      const apps = spawnSync(
+        'nvidia-smi',
+        ['--query-compute-apps=pid,used_memory', '--format=csv,noheader'],
+        {
+          encoding: 'utf8',
+        },
+      ).stdout.trim();
       freed = { now, apps };
       if (now.every((g, k) => g.usedMiB <= (before[k]?.usedMiB ?? 0) + 512) && !apps) break;
       await new Promise((r) => setTimeout(r, 500));
@@ -560,7 +709,8 @@ try {
   const memLine = rehearsal
     ? ''
     : `; GPU memory used: ${before.map((g) => g.usedMiB).join('/')} MiB before, ${during.map((g) => g.usedMiB).join('/')} MiB while running, ${freed.now.map((g) => g.usedMiB).join('/')} MiB after; compute apps after: ${freed.apps || 'none'}`;
-  const memOk = rehearsal || (freed.now.every((g, k) => g.usedMiB <= (before[k]?.usedMiB ?? 0) + 512) && !freed.apps);
+  const memOk =
+    rehearsal || (freed.now.every((g, k) => g.usedMiB <= (before[k]?.usedMiB ?? 0) + 512) && !freed.apps);
   rows.push({
     label: 'cancel while sampling',
     mode: 'official',
@@ -577,7 +727,7 @@ try {
     `canceled after ${w.seen.samples} sample event(s); stopped ${stopSecs.toFixed(1)} s after the request${memLine}`,
   );
 } catch (err) {
-  record('the loop', false, err.stack ?? String(err));
+  record('the loop', false, err instanceof OutOfTime ? err.message : (err.stack ?? String(err)));
 }
 
 // ---- 9. The harness's cost per step: the fast engine in-process vs through the whole agent path -------
@@ -607,22 +757,42 @@ if (!rehearsal && fastResult?.run.status === 'succeeded') {
   const targets = hiddenWls.filter((h) => fastResult.result.workloads.some((x) => x.workload === h.name));
   const r = spawnSync(
     python,
-    [path.join(root, 'scripts/gpu-smoke-inprocess.py'), modelDir, fastDir, JSON.stringify(targets.length ? targets : wls)],
+    [
+      path.join(root, 'scripts/gpu-smoke-inprocess.py'),
+      modelDir,
+      fastDir,
+      JSON.stringify(targets.length ? targets : wls),
+    ],
     { encoding: 'utf8', timeout: 300_000, env: { ...process.env, CUDA_VISIBLE_DEVICES: gpu.list[0].index } },
   );
-  if (r.status !== 0) record('harness cost per step', false, `in-process timing failed: ${(r.stderr || '').slice(-1500)}`);
+  if (r.status !== 0)
+    record('harness cost per step', false, `in-process timing failed: ${(r.stderr || '').slice(-1500)}`);
   else {
     const inproc = JSON.parse(r.stdout.trim().split('\n').pop());
     const parts = [];
-    let worst = 0;
+    let worst = -Infinity;
+    let best = Infinity;
     for (const x of fastResult.result.workloads) {
       const ip = inproc[x.workload];
       if (ip == null || x.tpotMs == null) continue;
       const diff = x.tpotMs - ip;
       worst = Math.max(worst, (diff / ip) * 100);
-      parts.push(`${x.workload}: in-process ${ip.toFixed(4)} ms, through hub+agent+sandbox+harness ${x.tpotMs.toFixed(4)} ms (${diff >= 0 ? '+' : ''}${(diff * 1000).toFixed(1)} µs, ${((diff / ip) * 100).toFixed(2)}%)`);
+      best = Math.min(best, (diff / ip) * 100);
+      parts.push(
+        `${x.workload}: in-process ${ip.toFixed(4)} ms, through hub+agent+sandbox+harness ${x.tpotMs.toFixed(4)} ms (${diff >= 0 ? '+' : ''}${(diff * 1000).toFixed(1)} µs, ${((diff / ip) * 100).toFixed(2)}%)`,
+      );
     }
-    record('harness cost per step ≤ 1% of the fast TPOT', parts.length > 0 && worst <= 1, parts.join('; '));
+    // Through the agent may not be cheaper than in-process by more than noise either: a reference
+    // that is much slower (another process state, clocks) says nothing about the harness's cost.
+    if (parts.length && worst <= 1 && best < -1)
+      parts.push(
+        'INCONCLUSIVE: the in-process reference was slower than the run itself, so it bounds nothing',
+      );
+    record(
+      'harness cost per step ≤ 1% of the fast TPOT',
+      parts.length > 0 && worst <= 1 && best >= -1,
+      parts.join('; '),
+    );
   }
 }
 
@@ -634,12 +804,23 @@ function printTable() {
     line(['run', 'mode', 'expected', 'verdict', 'score', 'seconds', 'live to watcher', 'figures']),
     line(['---', '---', '---', '---', '---', '---', '---', '---']),
     ...rows.map((r) =>
-      line([r.label, r.mode, r.expected, r.got, r.score == null ? '-' : r.score.toFixed(2), r.secs.toFixed(1), r.live, r.detail]),
+      line([
+        r.label,
+        r.mode,
+        r.expected,
+        r.got,
+        r.score == null ? '-' : r.score.toFixed(2),
+        r.secs.toFixed(1),
+        r.live,
+        r.detail,
+      ]),
     ),
     '',
     line(['check', 'result', 'detail']),
     line(['---', '---', '---']),
-    ...results.map((r) => line([r.check, r.ok ? 'PASS' : 'FAIL', r.detail.replace(/\n/g, ' ').slice(0, 600)])),
+    ...results.map((r) =>
+      line([r.check, r.ok ? 'PASS' : 'FAIL', r.detail.replace(/\n/g, ' ').slice(0, 600)]),
+    ),
     '',
     failed ? 'gpu-smoke: FAILED (see the FAIL rows)' : 'gpu-smoke: all checks passed',
   ].join('\n');
