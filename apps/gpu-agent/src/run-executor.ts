@@ -12,7 +12,15 @@ import { formatRuntime, pickPython } from './config';
 import { tempPrefix, tempRoot } from './leftovers';
 import { Outbox } from './outbox';
 import { alive, signalTree } from './process-tree';
-import { BWRAP, bwrapArgs, interpreterPaths, isSystemPath, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from './sandbox';
+import {
+  BWRAP,
+  bwrapArgs,
+  interpreterPaths,
+  isSystemPath,
+  SANDBOX_PRIVATE,
+  SANDBOX_WORKSPACE,
+  unreadableByEngine,
+} from './sandbox';
 
 /**
  * The machine default for an engine's memory where the definition sets none (CPU runs: the jail's
@@ -240,6 +248,13 @@ export class RunExecutor {
     if (this.host.runtime) this.note(`runtime: ${formatRuntime(this.host.runtime)}`);
 
     const spec = this.localSpec(this.assign.spec);
+    if (this.host.sandboxed && spec.kind === 'decode') {
+      const bad = unreadableByEngine(spec.model.path);
+      if (bad.length)
+        throw new Error(
+          `the engine runs as its own uid (${this.host.config.sandboxUidBase + 4 * this.assign.slot}+) and cannot read the model: ${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}; the operator must run \`chmod -R a+rX ${spec.model.path}\``,
+        );
+    }
     const specPath = path.join(privateDir, 'spec.json');
     await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
     return {
