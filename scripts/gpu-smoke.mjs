@@ -41,6 +41,10 @@ const value = (n) => {
   return i >= 0 ? argv[i + 1] : undefined;
 };
 const rehearsal = flag('--cpu-rehearsal');
+// --only cancel,view,…: just those steps, in that order (a second call on a lent machine that
+// finishes what the first did not reach); default starter-public, starter-official, fast,
+// perturbed, view, cancel.
+const only = value('--only')?.split(',');
 const full = flag('--full');
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
@@ -633,54 +637,71 @@ try {
   ]);
   say('uploaded: the unchanged starter, the fast example, the perturbed-logit engine');
 
-  await scenario({ label: 'starter', submissionId: starter, mode: 'public', expect: 'succeeded' });
-  await scenario({ label: 'starter', submissionId: starter, mode: 'official', expect: 'succeeded' });
-  fastResult = await scenario({
-    label: 'fast example',
-    submissionId: fast,
-    mode: 'official',
-    expect: 'succeeded',
-  });
-  if (fastResult.run.status === 'succeeded')
-    record(
-      'fast example beats the baseline',
-      (fastResult.run.score ?? 0) > 100,
-      `score ${fastResult.run.score}`,
-    );
-  const p = await scenario({
-    label: 'perturbed logits',
-    submissionId: perturbed,
-    mode: 'public',
-    expect: 'failed',
-    failureCode: 'incorrect_output',
-  });
-  if (p.run.message) say(`perturbed: ${p.run.message.slice(0, 300)}`);
-
-  // What the engine sees from inside the agent's sandbox and its jail.
-  const v = await scenario({
-    label: 'sandbox view',
-    submissionId: viewer,
-    mode: 'public',
-    expect: 'succeeded',
-  });
-  const viewLine = v.logs.find((l) => l.includes('sandbox-view: '));
-  if (!viewLine) record('sandbox view', false, 'the engine printed no sandbox-view line');
-  else {
-    const view = JSON.parse(viewLine.slice(viewLine.indexOf('sandbox-view: ') + 14));
-    const slotNodes = rehearsal ? [] : [`nvidia${slots[0].gpus[0]}`];
-    const gpuNodes = view.dev.filter((n) => /^nvidia\d+$/.test(n));
-    const ok =
-      view.uid !== 0 &&
-      JSON.stringify(gpuNodes) === JSON.stringify(slotNodes) &&
-      (rehearsal || (view.cuda === true && view.devices.length === 1));
-    record('sandbox view', ok, `engine child: ${JSON.stringify(view)}`);
+  const steps = {
+    'starter-public': () =>
+      scenario({ label: 'starter', submissionId: starter, mode: 'public', expect: 'succeeded' }),
+    'starter-official': () =>
+      scenario({ label: 'starter', submissionId: starter, mode: 'official', expect: 'succeeded' }),
+    fast: async () => {
+      fastResult = await scenario({
+        label: 'fast example',
+        submissionId: fast,
+        mode: 'official',
+        expect: 'succeeded',
+      });
+      if (fastResult.run.status === 'succeeded')
+        record(
+          'fast example beats the baseline',
+          (fastResult.run.score ?? 0) > 100,
+          `score ${fastResult.run.score}`,
+        );
+    },
+    perturbed: async () => {
+      const p = await scenario({
+        label: 'perturbed logits',
+        submissionId: perturbed,
+        mode: 'public',
+        expect: 'failed',
+        failureCode: 'incorrect_output',
+      });
+      if (p.run.message) say(`perturbed: ${p.run.message.slice(0, 300)}`);
+    },
+    // What the engine sees from inside the agent's sandbox and its jail.
+    view: async () => {
+      const v = await scenario({
+        label: 'sandbox view',
+        submissionId: viewer,
+        mode: 'public',
+        expect: 'succeeded',
+      });
+      const viewLine = v.logs.find((l) => l.includes('sandbox-view: '));
+      if (!viewLine) return record('sandbox view', false, 'the engine printed no sandbox-view line');
+      const view = JSON.parse(viewLine.slice(viewLine.indexOf('sandbox-view: ') + 14));
+      const slotNodes = rehearsal ? [] : [`nvidia${slots[0].gpus[0]}`];
+      const gpuNodes = view.dev.filter((n) => /^nvidia\d+$/.test(n));
+      const ok =
+        view.uid !== 0 &&
+        JSON.stringify(gpuNodes) === JSON.stringify(slotNodes) &&
+        (rehearsal || (view.cuda === true && view.devices.length === 1));
+      record('sandbox view', ok, `engine child: ${JSON.stringify(view)}`);
+    },
+    // ---- 8. Cancel while the GPU works -------------------------------------------------------------
+    cancel: () => cancelCheck(starter),
+  };
+  for (const step of only ?? Object.keys(steps)) {
+    if (!steps[step])
+      throw new Error(`--only: unknown step ${step} (one of ${Object.keys(steps).join(', ')})`);
+    await steps[step]();
   }
+} catch (err) {
+  record('the loop', false, err instanceof OutOfTime ? err.message : (err.stack ?? String(err)));
+}
 
-  // ---- 8. Cancel while the GPU works ---------------------------------------------------------------
+async function cancelCheck(starter) {
   if (budgetS && (Date.now() - started) / 1000 > budgetS)
     throw new OutOfTime(`the cancel check was not run: past --budget-s ${budgetS}`);
   const before = rehearsal ? null : gpus().list;
-  const cancelRun = await startRun(starter, 'official');
+  const cancelRun = await startRun(starter, 'public');
   let sampleSeen;
   const sampled = new Promise((r) => (sampleSeen = r));
   const w = watch(cancelRun, { onSample: () => sampleSeen() });
@@ -717,7 +738,7 @@ try {
     rehearsal || (freed.now.every((g, k) => g.usedMiB <= (before[k]?.usedMiB ?? 0) + 512) && !freed.apps);
   rows.push({
     label: 'cancel while sampling',
-    mode: 'official',
+    mode: 'public',
     expected: 'canceled',
     got: run.status,
     score: null,
@@ -730,8 +751,6 @@ try {
     c.status < 300 && run.status === 'canceled' && memOk,
     `canceled after ${w.seen.samples} sample event(s); stopped ${stopSecs.toFixed(1)} s after the request${memLine}`,
   );
-} catch (err) {
-  record('the loop', false, err instanceof OutOfTime ? err.message : (err.stack ?? String(err)));
 }
 
 // ---- 9. The harness's cost per step: the fast engine in-process vs through the whole agent path -------
