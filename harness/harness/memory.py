@@ -77,7 +77,16 @@ class NvmlMeasurer(Measurer):
 
         self.nvml = pynvml
         pynvml.nvmlInit()
-        self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        # In the agent's sandbox only the slot's /dev/nvidiaN nodes exist, yet NVML may still count
+        # every GPU of the box: keep the ones this process can open (the slot's), skip the rest.
+        self.handles = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            try:
+                self.handles.append(pynvml.nvmlDeviceGetHandleByIndex(i))
+            except pynvml.NVMLError:
+                continue
+        if not self.handles:
+            raise RuntimeError("NVML can open no GPU here")
         self.base_used = 0
 
     def _used(self) -> int:

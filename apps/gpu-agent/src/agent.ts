@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import type { AgentConfig } from './config';
-import { cannotRunKinds, detectGpu } from './config';
+import { cannotRunKinds, detectGpu, formatRuntime, pickPython, probeRuntime } from './config';
 import { RunExecutor } from './run-executor';
 
 const ACK_TIMEOUT_MS = 15_000;
@@ -101,6 +101,11 @@ export class Agent {
     };
     for (const [kind, why] of Object.entries(this.capabilities.cannotRun))
       this.log(`${kind} benchmarks are off on this agent: ${why}`);
+    if (accelerator === 'gpu') {
+      const runtime = probeRuntime(pickPython(config.harness.python, ['torch']), gpu.driver);
+      if (runtime) this.capabilities.runtime = runtime;
+      this.log(`runtime: ${runtime ? formatRuntime(runtime) : 'the harness interpreter could not be asked'}`);
+    }
   }
 
   get activeRunIds(): string[] {
@@ -368,6 +373,7 @@ export class Agent {
     return {
       config: this.config,
       sandboxed: this.options.sandboxed,
+      runtime: this.capabilities.runtime,
       connected: () => this.isConnected,
       sendBatch: (batch: RunBatch) => this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.batch', batch),
       started: async (runId: string) => {

@@ -216,3 +216,41 @@ export function pickPython(configured: string | undefined, needs: string[]): str
   }
   return '/usr/bin/python3';
 }
+
+const RUNTIME_PROBE = `
+import json, platform
+out = {"python": platform.python_version()}
+def v(name, get):
+    try:
+        out[name] = str(get())
+    except Exception:
+        pass
+v("torch", lambda: __import__("torch").__version__)
+v("cuda", lambda: __import__("torch").version.cuda)
+v("triton", lambda: __import__("triton").__version__)
+v("transformers", lambda: __import__("transformers").__version__)
+print(json.dumps({k: x for k, x in out.items() if x and x != "None"}))
+`;
+
+/**
+ * The versions runs execute with, asked of the harness's interpreter (python, torch and the CUDA it
+ * was built for, triton, transformers; whichever import), plus the driver: reported in the agent's
+ * capabilities and logged at the start of every run. Null when the interpreter cannot be asked.
+ */
+export function probeRuntime(python: string, driver: string | null): Record<string, string> | null {
+  const r = spawnSync(python, ['-I', '-c', RUNTIME_PROBE], { encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0 || !r.stdout) return null;
+  try {
+    const found = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, string>;
+    return driver ? { ...found, driver } : found;
+  } catch {
+    return null;
+  }
+}
+
+/** "python 3.12.3, torch 2.11.0+cu130, cuda 13.0, …" */
+export function formatRuntime(runtime: Record<string, string>): string {
+  return Object.entries(runtime)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+}

@@ -8,11 +8,19 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import * as os from 'node:os';
 import type { AgentConfig } from './config';
-import { pickPython } from './config';
+import { formatRuntime, pickPython } from './config';
 import { tempPrefix, tempRoot } from './leftovers';
 import { Outbox } from './outbox';
 import { alive, signalTree } from './process-tree';
-import { BWRAP, bwrapArgs, interpreterPaths, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from './sandbox';
+import {
+  BWRAP,
+  bwrapArgs,
+  interpreterPaths,
+  isSystemPath,
+  SANDBOX_PRIVATE,
+  SANDBOX_WORKSPACE,
+  unreadableByEngine,
+} from './sandbox';
 
 /**
  * The machine default for an engine's memory where the definition sets none (CPU runs: the jail's
@@ -31,6 +39,8 @@ export type StopReason = 'cancel' | 'deadline' | 'shutdown' | 'lost';
 export interface RunHost {
   config: AgentConfig;
   sandboxed: boolean;
+  /** The versions the agent reported (GPU agents), repeated in each run's log. */
+  runtime?: Record<string, string>;
   connected(): boolean;
   sendBatch: ConstructorParameters<typeof Outbox>[1];
   started(runId: string): Promise<void>;
@@ -304,8 +314,16 @@ export class RunExecutor {
     } else {
       await fs.writeFile(path.join(workspace, 'submission.py'), bytes, { flag: 'wx' });
     }
+    if (this.host.runtime) this.note(`runtime: ${formatRuntime(this.host.runtime)}`);
 
     const spec = this.localSpec(this.assign.spec);
+    if (this.host.sandboxed && spec.kind === 'decode') {
+      const bad = unreadableByEngine(spec.model.path);
+      if (bad.length)
+        throw new Error(
+          `the engine runs as its own uid (${this.host.config.sandboxUidBase + 4 * this.assign.slot}+) and cannot read the model: ${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}; the operator must run \`chmod -R a+rX ${spec.model.path}\``,
+        );
+    }
     const specPath = path.join(privateDir, 'spec.json');
     await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
     return {
@@ -410,6 +428,11 @@ export class RunExecutor {
         LOGNAME: 'dryft',
       });
       const readOnly = [...interpreterPaths(python), config.harness.dir!, socketDir];
+      // The harness starts each engine child in a nested bubblewrap: the same binary, which a box
+      // without the Debian package may keep outside /usr (the gpu-smoke pack's bin/bwrap).
+      const bwrapReal = realpathSync(BWRAP);
+      if (!isSystemPath(bwrapReal)) readOnly.push(bwrapReal);
+      env.DRYFT_JAIL_BWRAP = bwrapReal;
       if (p.spec.kind === 'decode') readOnly.push(p.spec.model.path, p.spec.baselineEngine);
       args = bwrapArgs({
         workspace: p.workspace,

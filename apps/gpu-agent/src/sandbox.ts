@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 
 export const BWRAP = process.env.DRYFT_BWRAP ?? '/usr/bin/bwrap';
@@ -101,6 +101,9 @@ function real(p: string): string {
 
 /** System folders every interpreter needs (merged-/usr symlinks are recreated as symlinks). */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/** Whether a path is inside the system folders every sandbox mounts anyway. */
+export const isSystemPath = (p: string) => SYSTEM_DIRS.some((d) => within(p, d));
 /** /etc files the loader, Python, torch and CUDA read; nothing else of /etc (no shadow, no keys). */
 const ETC_FILES = [
   '/etc/ld.so.cache',
@@ -254,3 +257,28 @@ export const JAIL_CAPS = [
   'CAP_CHOWN',
   'CAP_KILL',
 ];
+
+/**
+ * The engine child runs as a uid of its own (sandboxUidBase + 4 × slot, harness/harness/jail.py),
+ * not the agent's: it reads the model through the "other" permission bits. The entries of a model
+ * folder (or the file itself) that it could not read: files without o+r, folders without o+rx.
+ * `save_pretrained` writes model.safetensors 0600, which inside the jail fails as a bare
+ * FileNotFoundError; the agent refuses the run up front with this list instead.
+ */
+export function unreadableByEngine(modelPath: string): string[] {
+  const bad: string[] = [];
+  const visit = (p: string, depth: number) => {
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) {
+      if ((st.mode & 0o005) !== 0o005) bad.push(p);
+      if (depth > 0) for (const name of readdirSync(p)) visit(path.join(p, name), depth - 1);
+    } else if ((st.mode & 0o004) === 0) bad.push(p);
+  };
+  visit(modelPath, 2);
+  return bad;
+}

@@ -34,6 +34,12 @@ export const AgentCapabilities = z.object({
    * waits for one says why.
    */
   cannotRun: z.record(z.string(), z.string()).default({}),
+  /**
+   * GPU agents: the versions runs execute with (python, torch, cuda = torch's CUDA, triton,
+   * transformers, driver), read once at start from the harness's interpreter; each run's log
+   * repeats them as an `agent` line.
+   */
+  runtime: z.record(z.string(), z.string()).optional(),
 });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 

