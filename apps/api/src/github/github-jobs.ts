@@ -3,6 +3,7 @@ import PgBoss from 'pg-boss';
 import { DataSource, EntityManager } from 'typeorm';
 import { CONFIG, Config } from '../config/config';
 import { missingGithubAppSettings } from './github-settings';
+import { transactionDb } from '../common/pg-boss-tx';
 
 export const DELIVERY_QUEUE = 'github-delivery';
 
@@ -72,14 +73,7 @@ export class GithubJobs implements OnApplicationShutdown {
   async enqueue(manager: EntityManager, deliveryId: string): Promise<void> {
     await this.starting;
     if (!this.boss) throw new Error('GitHub jobs are not started');
-    const runner = manager.queryRunner;
-    if (!runner) throw new Error('enqueue needs a transaction');
-    const db: PgBoss.Db = {
-      executeSql: async (text, values) => {
-        const result = await runner.query(text, values, true);
-        return { rows: result.records as unknown[] };
-      },
-    };
+    const db = transactionDb(manager);
     await this.boss.send(DELIVERY_QUEUE, { deliveryId } satisfies DeliveryJob, { db });
   }
 

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import PgBoss from 'pg-boss';
 import { DataSource, EntityManager } from 'typeorm';
 import { CONFIG, Config } from '../config/config';
+import { transactionDb } from '../common/pg-boss-tx';
 
 export const WEBHOOK_QUEUE = 'team-webhook-delivery';
 
@@ -72,14 +73,7 @@ export class WebhookJobs implements OnApplicationShutdown {
   async enqueue(manager: EntityManager, deliveryId: string): Promise<void> {
     await this.starting;
     if (!this.boss) throw new Error('webhook jobs are not started');
-    const runner = manager.queryRunner;
-    if (!runner) throw new Error('enqueue needs a transaction');
-    const db: PgBoss.Db = {
-      executeSql: async (text, values) => {
-        const result = await runner.query(text, values, true);
-        return { rows: result.records as unknown[] };
-      },
-    };
+    const db = transactionDb(manager);
     await this.boss.send(WEBHOOK_QUEUE, { deliveryId } satisfies WebhookJob, { db });
   }
 
