@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { benchDatabase, User } from './common.mjs';
 
 const require = createRequire(import.meta.url);
 const { io } = require('socket.io-client');
@@ -86,68 +87,6 @@ async function waitHttp(url, ms = 60_000) {
     await sleep(150);
   }
   throw new Error(`${url} did not answer`);
-}
-
-async function database() {
-  let server = process.env.DATABASE_URL;
-  let stop = async () => {};
-  if (!server) {
-    const { startEmbeddedPostgres } = require(path.join(root, 'apps/api/dist/database/embedded-postgres.js'));
-    const db = await startEmbeddedPostgres(path.join(root, '.data', 'bench-postgres'), undefined, () => {});
-    server = db.url;
-    stop = db.stop;
-  }
-  const name = `dryft_bench_${stamp}`;
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: server });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-      await stop();
-    },
-  };
-}
-
-class User {
-  constructor(base, cookie, csrf) {
-    Object.assign(this, { base, cookie, csrf });
-  }
-  static async signIn(base, login) {
-    const res = await fetch(`${base}/api/auth/dev`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ login }),
-    });
-    const body = await res.json();
-    return new User(
-      base,
-      res.headers
-        .getSetCookie()
-        .map((c) => c.split(';')[0])
-        .join('; '),
-      body.csrfToken,
-    );
-  }
-  async req(method, p, body) {
-    const headers = { cookie: this.cookie, 'x-csrf-token': this.csrf };
-    if (body && !(body instanceof FormData)) headers['content-type'] = 'application/json';
-    const res = await fetch(`${this.base}${p}`, {
-      method,
-      headers,
-      body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined,
-    });
-    const json = await res.json();
-    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  }
 }
 
 const connectAll = async (sockets) => {
@@ -335,7 +274,7 @@ async function main() {
   mkdirSync(dataDir, { recursive: true });
   const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   log(`machine: ${machine}`);
-  const db = await database();
+  const db = await benchDatabase('dryft_bench', stamp);
   dbHandle = db;
   const startApi = async (name) => {
     const port = await freePort();

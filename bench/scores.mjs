@@ -14,11 +14,11 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { benchDatabase, User } from './common.mjs';
 
 const require = createRequire(import.meta.url);
 const pg = require('pg');
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const { packFolder } = require(path.join(root, 'libs/dist/node.js'));
 const { loadBenchmarkDefinitions } = require(path.join(root, 'libs/dist/node.js'));
 
 const RUNS = Number(process.env.BENCH_SCORE_RUNS ?? 10);
@@ -56,71 +56,6 @@ function startProcess(name, args, env) {
   return child;
 }
 
-async function database() {
-  let server = process.env.DATABASE_URL;
-  let stop = async () => {};
-  if (!server) {
-    const { startEmbeddedPostgres } = require(path.join(root, 'apps/api/dist/database/embedded-postgres.js'));
-    const db = await startEmbeddedPostgres(path.join(root, '.data', 'bench-postgres'), undefined, () => {});
-    server = db.url;
-    stop = db.stop;
-  }
-  const name = `dryft_bench_scores_${stamp}`;
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: server });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-      await stop();
-    },
-  };
-}
-
-class User {
-  constructor(base, cookie, csrf) {
-    Object.assign(this, { base, cookie, csrf });
-  }
-  static async signIn(base, login) {
-    const res = await fetch(`${base}/api/auth/dev`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ login }),
-    });
-    const body = await res.json();
-    const cookie = res.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0])
-      .join('; ');
-    return new User(base, cookie, body.csrfToken);
-  }
-  async req(method, p, body) {
-    const headers = { cookie: this.cookie, 'x-csrf-token': this.csrf };
-    if (body && !(body instanceof FormData)) headers['content-type'] = 'application/json';
-    const res = await fetch(`${this.base}${p}`, {
-      method,
-      headers,
-      body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined,
-    });
-    const json = await res.json();
-    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  }
-  async upload(folder) {
-    const form = new FormData();
-    form.append('benchmark', 'toy-decode');
-    form.append('file', new Blob([await packFolder(folder)]), 'engine.tar.gz');
-    return (await this.req('POST', '/api/submissions', form)).submission.id;
-  }
-}
-
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -142,7 +77,7 @@ async function main() {
   const def = loadBenchmarkDefinitions(path.join(root, 'config/benchmarks')).find(
     (d) => d.id === 'toy-decode',
   );
-  const db = await database();
+  const db = await benchDatabase('dryft_bench_scores', stamp);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   mkdirSync(dataDir, { recursive: true });
