@@ -317,13 +317,6 @@ export class RunExecutor {
     if (this.host.runtime) this.note(`runtime: ${formatRuntime(this.host.runtime)}`);
 
     const spec = this.localSpec(this.assign.spec);
-    if (this.host.sandboxed && spec.kind === 'decode') {
-      const bad = unreadableByEngine(spec.model.path);
-      if (bad.length)
-        throw new Error(
-          `the engine runs as its own uid (${this.host.config.sandboxUidBase + 4 * this.assign.slot}+) and cannot read the model: ${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}; the operator must run \`chmod -R a+rX ${spec.model.path}\``,
-        );
-    }
     const specPath = path.join(privateDir, 'spec.json');
     await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
     return {
@@ -456,6 +449,14 @@ export class RunExecutor {
         env,
         command,
       });
+      // After the mount plan passed (a model setting of / or the checkout is refused for that first).
+      if (p.spec.kind === 'decode') {
+        const bad = unreadableByEngine(p.spec.model.path);
+        if (bad.length)
+          throw new Error(
+            `the engine runs as its own uid (${config.sandboxUidBase + 4 * this.assign.slot}+) and cannot read the model: ${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}; the operator must run \`chmod -R a+rX ${p.spec.model.path}\``,
+          );
+      }
     } else {
       // Development only (--insecure-no-sandbox): the slot's GPUs by CUDA_VISIBLE_DEVICES, nothing more.
       file = command[0];
