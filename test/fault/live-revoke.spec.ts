@@ -46,6 +46,7 @@ describe('fault: a token revoked under a 20,000-line live stream', () => {
       lines: LINES,
       perBatch: 100,
       intervalMs: 20,
+      text: (n) => `steady line ${n}`,
     });
     const owner = await HttpUser.signIn(url, 'fr-owner');
     const teamId = (await owner.createTeam()).id;
