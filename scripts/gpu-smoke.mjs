@@ -270,10 +270,14 @@ const api = startProc('api', [apiMain], {
 const results = [];
 const rows = [];
 let failed = false;
+/** ok: true (PASS), false (FAIL), or 'info' (INFO: a figure that decides nothing, e.g. an inconclusive comparison). */
 function record(check, ok, detail) {
   results.push({ check, ok, detail });
   if (!ok) failed = true;
-  say(`${ok ? 'PASS' : 'FAIL'} ${check}: ${detail}`);
+  say(`${verdictWord(ok)} ${check}: ${detail}`);
+}
+function verdictWord(ok) {
+  return ok === 'info' ? 'INFO' : ok ? 'PASS' : 'FAIL';
 }
 async function finish(code) {
   await stopAll();
@@ -753,6 +757,23 @@ async function cancelCheck(starter) {
   );
 }
 
+// ---- The harness's own cost per step, as its trusted parent measured it in the fast official run:
+// the parent's handling of each step (receive, stamp, check) and the child's framing, both on the
+// GPU's critical path, against the engine's TPOT in the same run. Unlike the in-process comparison
+// below, this needs no second measurement that the VM's drift could move.
+if (!rehearsal && fastResult?.run.status === 'succeeded') {
+  const m = fastResult.result.metrics ?? {};
+  const perStepUs = (m.harnessParentUsPerStep ?? NaN) + (m.harnessChildUsPerStep ?? 0);
+  const tpots = fastResult.result.workloads.map((x) => x.tpotMs).filter((t) => t != null);
+  const fastest = Math.min(...tpots);
+  const pct = (perStepUs / 1000 / fastest) * 100;
+  record(
+    'harness cost per step (measured by the harness in the run) ≤ 1% of the fast TPOT',
+    Number.isFinite(pct) && pct <= 1,
+    `parent ${m.harnessParentUsPerStep?.toFixed(1) ?? '-'} µs + child framing ${m.harnessChildUsPerStep?.toFixed(1) ?? '-'} µs per step = ${pct.toFixed(3)}% of the fastest workload's TPOT (${fastest.toFixed(3)} ms)`,
+  );
+}
+
 // ---- 9. The harness's cost per step: the fast engine in-process vs through the whole agent path -------
 if (!rehearsal && fastResult?.run.status === 'succeeded') {
   const wls = readFileSync(path.join(benchDir, `${benchId}.yaml`), 'utf8')
@@ -807,13 +828,16 @@ if (!rehearsal && fastResult?.run.status === 'succeeded') {
     }
     // Through the agent may not be cheaper than in-process by more than noise either: a reference
     // that is much slower (another process state, clocks) says nothing about the harness's cost.
-    if (parts.length && worst <= 1 && best < -1)
+    // An in-process reference much slower than the run itself (another process state, the VM's
+    // clocks) bounds nothing: reported as INFO; the harness's own measurement above decides.
+    const inconclusive = parts.length > 0 && worst <= 1 && best < -1;
+    if (inconclusive)
       parts.push(
         'INCONCLUSIVE: the in-process reference was slower than the run itself, so it bounds nothing',
       );
     record(
-      'harness cost per step ≤ 1% of the fast TPOT',
-      parts.length > 0 && worst <= 1 && best >= -1,
+      'harness cost per step vs the fast engine in-process',
+      inconclusive ? 'info' : parts.length > 0 && worst <= 1 && best >= -1,
       parts.join('; '),
     );
   }
@@ -841,9 +865,7 @@ function printTable() {
     '',
     line(['check', 'result', 'detail']),
     line(['---', '---', '---']),
-    ...results.map((r) =>
-      line([r.check, r.ok ? 'PASS' : 'FAIL', r.detail.replace(/\n/g, ' ').slice(0, 600)]),
-    ),
+    ...results.map((r) => line([r.check, verdictWord(r.ok), r.detail.replace(/\n/g, ' ').slice(0, 600)])),
     '',
     failed ? 'gpu-smoke: FAILED (see the FAIL rows)' : 'gpu-smoke: all checks passed',
   ].join('\n');
