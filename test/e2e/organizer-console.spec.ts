@@ -76,7 +76,8 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   beforeAll(async () => {
     if (!existsSync(WEB_BUILD)) throw new Error('apps/web/build is missing: run `npm run build` first.');
     mkdirSync(SHOTS, { recursive: true });
-    hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER } });
+    // The test's webhook receiver listens on loopback.
+    hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER, OUTGOING_WEBHOOK_ALLOW_PRIVATE: 'true' } });
     const agent = new TestAgent(hub);
     let bob: TestUser;
     ({ owner: ann, team: annTeam } = await ownerWithTeam(hub, 'ann-e2e', 'Fast Decoders'));

@@ -63,7 +63,12 @@ describe('outgoing team webhooks: run.finished, signed like GitHub, retried with
     receiver = new Receiver();
     base = await receiver.listen();
     hub = await startTestHub({
-      env: { OUTGOING_WEBHOOK_RETRY_SECONDS: '1', OUTGOING_WEBHOOK_ATTEMPTS: '3' },
+      // The receiver listens on loopback: allowed here; the refusal is tested below with the default.
+      env: {
+        OUTGOING_WEBHOOK_RETRY_SECONDS: '1',
+        OUTGOING_WEBHOOK_ATTEMPTS: '3',
+        OUTGOING_WEBHOOK_ALLOW_PRIVATE: 'true',
+      },
     });
     agent = new TestAgent(hub);
     ({ owner, team } = await ownerWithTeam(hub, 'wh-owner', 'Hooked'));
@@ -201,5 +206,34 @@ describe('outgoing team webhooks: run.finished, signed like GitHub, retried with
     await agent.complete(await startRun(), 98);
     await new Promise((r) => setTimeout(r, 1500));
     expect(receiver.requests.length).toBe(before);
+  });
+});
+
+describe("outgoing webhooks never aim at the hub's own network (default settings)", () => {
+  let hub: TestHub;
+  let owner: TestUser;
+  let team: { id: string; inviteCode: string };
+  beforeAll(async () => {
+    hub = await startTestHub();
+    ({ owner, team } = await ownerWithTeam(hub, 'wh-private-owner', 'Hooked privately'));
+  });
+  afterAll(async () => hub?.close());
+
+  it('refuses loopback, private, link-local and metadata addresses with what to use instead', async () => {
+    for (const url of [
+      'http://127.0.0.1:5432/x',
+      'http://localhost:3000/api',
+      'http://10.1.2.3/hook',
+      'http://192.168.0.10/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]:8080/hook',
+      'http://[fd00::1]/hook',
+    ]) {
+      const res = await owner.post(`/api/teams/${team.id}/webhooks`, { url });
+      expect(res.status, url).toBe(400);
+      expect(res.body.error.code, url).toBe('webhook_url_refused');
+      expect(res.body.error.message, url).toMatch(/private or local address .*public address/);
+    }
+    expect((await owner.get(`/api/teams/${team.id}/webhooks`)).body).toEqual([]);
   });
 });

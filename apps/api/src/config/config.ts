@@ -57,6 +57,8 @@ export const EnvSchema = z.object({
   OUTGOING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(6),
   OUTGOING_WEBHOOK_RETRY_SECONDS: z.coerce.number().int().min(1).default(10),
   OUTGOING_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** Let team webhooks post to private and loopback addresses (a closed event on its own network; tests). */
+  OUTGOING_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   /**
    * How often each replica re-checks the credentials and memberships of its open `/live` sockets, a
    * safety net behind the instant cut on revoke, removal and logout (a missed cross-replica message).

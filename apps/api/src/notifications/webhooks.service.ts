@@ -3,7 +3,7 @@ import type { CreateWebhookBody, RunFinishedPayload, WebhookDeliveryView, Webhoo
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type PgBoss from 'pg-boss';
 import { Clock } from '../common/clock';
-import { conflict, notFound } from '../common/errors';
+import { badRequest, conflict, notFound } from '../common/errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
@@ -13,6 +13,7 @@ import { UsersService } from '../users/users.service';
 import type { TeamWebhookEntity, WebhookDeliveryEntity } from './webhook.entities';
 import { WebhookJobs, type WebhookJob } from './webhook-jobs';
 import { WebhooksRepository } from './webhooks.repository';
+import { webhookTargetProblem } from './webhook-target';
 
 const MAX_WEBHOOKS_PER_TEAM = 10;
 
@@ -56,6 +57,12 @@ export class WebhooksService implements OnApplicationBootstrap {
       throw conflict(
         'too_many_webhooks',
         `A team has at most ${MAX_WEBHOOKS_PER_TEAM} webhooks; delete one first.`,
+      );
+    const problem = await webhookTargetProblem(body.url, this.config.OUTGOING_WEBHOOK_ALLOW_PRIVATE);
+    if (problem)
+      throw badRequest(
+        'webhook_url_refused',
+        `${problem}. Use the public address of the service that should receive run.finished.`,
       );
     const secret = `whsec_${randomBytes(24).toString('base64url')}`;
     const hook = await this.repo.create({
@@ -131,6 +138,18 @@ export class WebhooksService implements OnApplicationBootstrap {
         status: 'failed',
         statusCode: null,
         error: 'the webhook was deleted',
+        at: this.clock.now(),
+      });
+      return;
+    }
+    // Checked again at each delivery: a name that resolved to a public address at registration may
+    // point inside since (DNS rebinding). Refused for good, not retried.
+    const problem = await webhookTargetProblem(hook.url, this.config.OUTGOING_WEBHOOK_ALLOW_PRIVATE);
+    if (problem) {
+      await this.repo.recordAttempt(delivery.id, {
+        status: 'failed',
+        statusCode: null,
+        error: `not sent: ${problem}`,
         at: this.clock.now(),
       });
       return;
