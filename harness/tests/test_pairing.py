@@ -2,7 +2,9 @@
 (pure functions, seeded: every figure here is exact and deterministic), then the paired path end
 to end on the toy benchmark."""
 import math
+import os
 import random
+import subprocess
 import sys
 
 from conftest import HARNESS, TOY_BASELINE, run_harness, toy_spec
@@ -188,3 +190,29 @@ def test_official_baseline_failure_is_a_harness_error(tmp_path, make_engine):
     """)
     run = run_harness(toy_spec("official", baselineEngine=str(broken)), TOY_BASELINE, tmp_path)
     assert run.result["failureCode"] == "harness_error" and "baseline engine failed" in run.result["message"]
+
+
+def test_both_children_run_with_one_fixed_hash_seed(tmp_path, make_engine):
+    # Per-process hash randomisation made the same code a few percent faster or slower for a whole
+    # run; every engine child gets the same PYTHONHASHSEED, whatever the harness's own environment.
+    engine = make_engine('''
+        import sys
+        from base import Engine as _Base
+
+        class Engine(_Base):
+            def __init__(self, model_path):
+                super().__init__(model_path)
+                print(f"hash-check {hash('dryft')} {sys.flags.hash_randomization}", flush=True)
+    ''')
+    spec = toy_spec("official", baselineEngine=str(engine), samplesPerWorkload=2, maxPairs=2,
+                    checks={"maxRatioSpreadPct": 10000}, baseline=None)
+    os.environ["PYTHONHASHSEED"] = "random"
+    try:
+        run = run_harness(spec, engine, tmp_path)
+    finally:
+        del os.environ["PYTHONHASHSEED"]
+    assert run.result["status"] == "succeeded", run.result
+    seen = [line.split()[1:] for line in run.stdout.splitlines() if line.startswith("hash-check ")]
+    want = subprocess.run([sys.executable, "-c", "print(hash('dryft'))"], env={"PYTHONHASHSEED": "0"},
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert seen == [[want, "0"], [want, "0"]], run.stdout
