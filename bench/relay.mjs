@@ -3,7 +3,8 @@
 // authentication and no validation. Same shapes as Dryft's sockets so the clients are the same.
 //   /agents: 'run.batch' (ack) -> broadcast 'run.log' to room run:<id>; 'agent.ready' marks it idle
 //   /live:   'run.join' / 'leaderboard.join' (ack) join rooms
-//   /ctl:    'queue' -> 'run.assign' to an idle agent; 'board' -> 'leaderboard.update' to the room
+//   /ctl:    'assign.template' (an assignment the hub made, so the relay sends the same shape);
+//            'queue' -> 'run.assign' to an idle agent; 'board' -> 'leaderboard.update' to the room
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
@@ -13,6 +14,7 @@ const http = createServer();
 const io = new Server(http, { serveClient: false, maxHttpBufferSize: 8 * 1024 * 1024 });
 const idle = [];
 let seq = 0;
+let template = {};
 io.of('/agents').on('connection', (s) => {
   s.on('agent.ready', (_p, ack) => {
     idle.push(s);
@@ -39,10 +41,14 @@ io.of('/live').on('connection', (s) => {
   });
 });
 io.of('/ctl').on('connection', (s) => {
+  s.on('assign.template', (a, ack) => {
+    template = a;
+    ack?.({ ok: true });
+  });
   s.on('queue', (p, ack) => {
     let agent = idle.shift();
     while (agent && !agent.connected) agent = idle.shift();
-    if (agent) agent.emit('run.assign', { runId: p.runId ?? `relay-${++seq}` }, () => undefined);
+    if (agent) agent.emit('run.assign', { ...template, runId: p.runId ?? `relay-${++seq}` }, () => undefined);
     ack?.({ ok: Boolean(agent) });
   });
   s.on('board', (p, ack) => {

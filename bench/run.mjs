@@ -22,6 +22,8 @@ const WebSocket = require('ws');
 const pg = require('pg');
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const { packFolder } = require(path.join(root, 'libs/dist/node.js'));
+// The one fake agent of the tests (test/support/fake-agent.ts), as `npm run build` compiles it.
+const { FakeAgent } = require(path.join(root, 'test/support/dist/fake-agent.js'));
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 5);
 const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 100);
@@ -99,35 +101,14 @@ const connectAll = async (sockets) => {
   );
 };
 
-const CAPS = {
-  accelerator: 'cpu',
-  gpuModel: null,
-  gpuCount: 0,
-  driver: null,
-  harnessVersion: 'bench',
-  agentVersion: 'bench',
-  benchmarks: [],
-};
+/** How bench agents describe themselves on agent.ready. */
+const BENCH_CAPS = { capabilities: { harnessVersion: 'bench', agentVersion: 'bench' } };
 
-/** A protocol-speaking agent: batches lines every 50 ms, one batch in flight, like the real agent. */
-function fakeAgent(base, token) {
-  const socket = io(`${base}/agents`, {
-    auth: { token },
-    transports: ['websocket'],
-    forceNew: true,
-    reconnection: false,
-  });
-  const agent = { socket, assigns: [], onAssign: null };
-  socket.on('run.assign', (a, ack) => {
-    ack({ accepted: true });
-    agent.assigns.push(a);
-    agent.onAssign?.(a, Date.now());
-  });
-  return agent;
-}
-
-/** Streams `linesPerSecond` for `seconds` on one run; returns the count sent and acked. */
-async function stream(socket, runId, linesPerSecond, seconds, text = 'x'.repeat(60)) {
+/**
+ * Streams `linesPerSecond` for `seconds` on one run, batched every 50 ms with one batch in flight,
+ * like the real agent; returns the count sent and acked.
+ */
+async function stream(agent, runId, linesPerSecond, seconds, text = 'x'.repeat(60)) {
   let n = 0;
   let seq = 0;
   let acked = 0;
@@ -138,10 +119,8 @@ async function stream(socket, runId, linesPerSecond, seconds, text = 'x'.repeat(
   const send = () => {
     if (inflight || pending.length === 0) return;
     const entries = pending.splice(0, 5000);
-    const batch = { runId, seq: ++seq, entries };
-    inflight = socket
-      .timeout(30_000)
-      .emitWithAck('run.batch', batch)
+    inflight = agent
+      .batch(runId, ++seq, entries, 30_000)
       .then((ack) => {
         if (ack.ok) acked += entries.length;
         inflight = null;
@@ -163,7 +142,7 @@ async function stream(socket, runId, linesPerSecond, seconds, text = 'x'.repeat(
 }
 
 /** Streams as fast as acks come back, in 5,000-line batches. */
-async function flood(socket, runId, seconds) {
+async function flood(agent, runId, seconds) {
   let n = 0;
   let seq = 0;
   const end = Date.now() + seconds * 1000;
@@ -177,7 +156,7 @@ async function flood(socket, runId, seconds) {
       stream: 'out',
       text: 'y'.repeat(60),
     }));
-    const ack = await socket.timeout(60_000).emitWithAck('run.batch', { runId, seq: ++seq, entries });
+    const ack = await agent.batch(runId, ++seq, entries, 60_000);
     if (!ack.ok) throw new Error(`batch refused: ${JSON.stringify(ack)}`);
   }
   return { lines: n, ms: Date.now() - started };
@@ -215,12 +194,9 @@ function watchers(bases, count, auth, runIds) {
 }
 
 async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [base]) {
-  const agents = tokens.map((t) => fakeAgent(base, t));
+  const agents = tokens.map((t) => new FakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
-  for (const a of agents)
-    await a.socket
-      .timeout(10_000)
-      .emitWithAck('agent.ready', { capabilities: CAPS, slots: [{ index: 0, gpus: [] }], activeRuns: [] });
+  for (const a of agents) await a.ready(BENCH_CAPS);
   if (process.env.BENCH_DEBUG) log(`${kind}: agents ready`);
   const runIds = await startRuns(agents);
   if (process.env.BENCH_DEBUG) log(`${kind}: runs ${runIds.join(',')}`);
@@ -232,14 +208,10 @@ async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [b
   const refused = joinAcks.filter((a) => !a.ok);
   if (refused.length) log(`${kind}: ${refused.length} joins refused: ${JSON.stringify(refused[0])}`);
   if (process.env.BENCH_DEBUG) log(`${kind}: watchers joined`);
-  for (let i = 0; i < agents.length; i++)
-    await agents[i].socket
-      .timeout(2_000)
-      .emitWithAck('run.started', { runId: runIds[i] })
-      .catch(() => null);
+  for (let i = 0; i < agents.length; i++) await agents[i].started(runIds[i], 2_000).catch(() => null);
   const t0 = Date.now();
   const results = await Promise.all(
-    agents.map((a, i) => stream(a.socket, runIds[i], RATE / agents.length, SECONDS)),
+    agents.map((a, i) => stream(a, runIds[i], RATE / agents.length, SECONDS)),
   );
   const sendMs = Date.now() - t0;
   await sleep(1500);
@@ -335,18 +307,14 @@ async function main() {
     for (let i = 0; i < agents.length; i++)
       await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
     const end = Date.now() + 10_000;
-    while (agents.some((a) => a.assigns.length === 0) && Date.now() < end) await sleep(20);
-    return agents.map((a) => a.assigns[a.assigns.length - 1].runId);
+    while (agents.some((a) => a.assigned.length === 0) && Date.now() < end) await sleep(20);
+    return agents.map((a) => a.assigned[a.assigned.length - 1].runId);
   };
   const startRelayRuns = async (agents) => agents.map((_a, i) => `relay-run-${i}-${Date.now()}`);
   const finish = (a, runId, lastSeq, extra = {}) =>
-    a.socket.emitWithAck('run.finished', {
+    a.finish(
       runId,
-      lastSeq,
-      canceled: false,
-      exitCode: 0,
-      result: {
-        type: 'result',
+      {
         status: 'succeeded',
         failureCode: null,
         message: 'ok',
@@ -355,7 +323,8 @@ async function main() {
         metrics: {},
         ...extra,
       },
-    });
+      lastSeq,
+    );
 
   const rows = [];
   const pgc = new pg.Client({ connectionString: db.url });
@@ -371,7 +340,7 @@ async function main() {
         .n,
     );
     const r1 = await lineLatency('relay', relay, tokens, startRelayRuns, null);
-    for (const a of r1.agents) a.socket.close();
+    for (const a of r1.agents) a.close();
     rows.push(['line latency p50 (ms)', d1.p50, r1.p50, '']);
     rows.push(['line latency p99 (ms)', d1.p99, r1.p99, '≤ 100']);
     rows.push(['lines/s sustained (sent by agents)', d1.linesPerSec, r1.linesPerSec, `${RATE}`]);
@@ -387,17 +356,16 @@ async function main() {
       await finish(d1.agents[i], d1.runIds[i], r.rows[0].last_batch_seq);
     }
     const floodRuns = await startDryftRuns(d1.agents);
-    for (let i = 0; i < d1.agents.length; i++)
-      await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
-    const f = await Promise.all(d1.agents.map((a, i) => flood(a.socket, floodRuns[i], 5)));
+    for (let i = 0; i < d1.agents.length; i++) await d1.agents[i].started(floodRuns[i]);
+    const f = await Promise.all(d1.agents.map((a, i) => flood(a, floodRuns[i], 5)));
     const fMs = Math.max(...f.map((x) => x.ms));
     const fStored = Number(
       (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
         .n,
     );
-    const relayAgents = tokens.map((t) => fakeAgent(relay, t));
+    const relayAgents = tokens.map((t) => new FakeAgent(relay, t));
     await connectAll(relayAgents.map((a) => a.socket));
-    const rf = await Promise.all(relayAgents.map((a, i) => flood(a.socket, `relay-flood-${i}`, 5)));
+    const rf = await Promise.all(relayAgents.map((a, i) => flood(a, `relay-flood-${i}`, 5)));
     const rfLines = rf.reduce((s, x) => s + x.lines, 0);
     const rfMs = Math.max(...rf.map((x) => x.ms));
     rows.push([
@@ -425,7 +393,9 @@ async function main() {
       await finish(a, x.runId, 0);
     }
     for (const a of d1.agents) a.onAssign = null;
-    for (const a of relayAgents) await a.socket.emitWithAck('agent.ready', {});
+    // The relay assigns what the hub assigned (another run id): the same shape reaches the same agent.
+    await ctl.emitWithAck('assign.template', d1.agents[0].assigned[0]);
+    for (const a of relayAgents) await a.ready(BENCH_CAPS);
     const rdLat = [];
     for (let i = 0; i < DISPATCHES; i++) {
       const got = new Promise((resolve) =>
@@ -435,11 +405,11 @@ async function main() {
       ctl.emit('queue', {});
       const { x, at, a } = await got;
       rdLat.push(at - t0);
-      await a.socket.emitWithAck('run.finished', { runId: x.runId });
+      await finish(a, x.runId, 0);
     }
     rows.push(['dispatch p50 (ms): queued -> run.assign', pct(dLat, 50), pct(rdLat, 50), '']);
     rows.push(['dispatch p99 (ms)', pct(dLat, 99), pct(rdLat, 99), '≤ 100']);
-    for (const a of [...d1.agents, ...relayAgents]) a.socket.close();
+    for (const a of [...d1.agents, ...relayAgents]) a.close();
   }
 
   /**
@@ -508,23 +478,18 @@ async function main() {
       rounds.perSocket = perSocket;
       return rounds;
     };
-    const boardAgent = fakeAgent(api, tokens[0]);
-    await connectAll([boardAgent.socket]);
-    await boardAgent.socket.emitWithAck('agent.ready', {
-      capabilities: CAPS,
-      slots: [{ index: 0, gpus: [] }],
-      activeRuns: [],
-    });
+    const boardAgent = new FakeAgent(api, tokens[0]);
+    await boardAgent.ready(BENCH_CAPS);
     const dryftBoard = await fanout(apis, apiProcs, async (round) => {
       const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
       await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
       const x = await got;
-      await boardAgent.socket.emitWithAck('run.started', { runId: x.runId });
+      await boardAgent.started(x.runId);
       const t0 = Date.now();
       await finish(boardAgent, x.runId, 0, { score: 100 + round * 10 });
       return t0;
     });
-    boardAgent.socket.close();
+    boardAgent.close();
     const relayBoard = await fanout([relay], [relayProc], async () => {
       const t0 = Date.now();
       ctl.emit('board', { benchmarkId: 'toy-decode' });
@@ -562,13 +527,8 @@ async function main() {
   if (want('reads')) {
     log(`public reads: ${READ_TEAMS} teams on the board, ${READ_CLIENTS} clients for ${READ_SECONDS} s each`);
     const engine = await packFolder(path.join(root, 'starters/toy-decode/engine'));
-    const agent = fakeAgent(api, tokens[0]);
-    await connectAll([agent.socket]);
-    await agent.socket.emitWithAck('agent.ready', {
-      capabilities: CAPS,
-      slots: [{ index: 0, gpus: [] }],
-      activeRuns: [],
-    });
+    const agent = new FakeAgent(api, tokens[0]);
+    await agent.ready(BENCH_CAPS);
     const slugs = [];
     for (let i = 0; i < READ_TEAMS; i++) {
       const u = await User.signIn(api, `bench-reader-${i}`);
@@ -580,10 +540,10 @@ async function main() {
       const got = new Promise((resolve) => (agent.onAssign = resolve));
       await u.req('POST', `/api/submissions/${sub}/runs`, { mode: 'official', confirm: true });
       const x = await got;
-      await agent.socket.emitWithAck('run.started', { runId: x.runId });
+      await agent.started(x.runId);
       await finish(agent, x.runId, 0, { score: 100 + i });
     }
-    agent.socket.close();
+    agent.close();
     const board = '/api/leaderboards/toy-decode';
     const paths = [
       board,

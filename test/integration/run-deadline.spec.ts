@@ -67,7 +67,7 @@ describe('the whole-run time limit, enforced by the server', () => {
       [run.id],
     );
     await new Promise((r) => setTimeout(r, 1100));
-    // what the agent reports when its deadline timer fires (apps/gpu-agent/src/run-executor.ts)
+    // what the agent reports when its deadline timer fires (apps/gpu-agent/src/verdict.ts)
     await agent.finish(run.id, {
       status: 'failed',
       failureCode: 'timeout',

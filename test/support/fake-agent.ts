@@ -1,6 +1,6 @@
 import { io, Socket } from 'socket.io-client';
 import { AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
-import type { AgentCapabilities, HarnessEvent, HarnessResultEvent } from '@dryft/libs';
+import type { AgentCapabilities, BatchEntry, HarnessEvent, HarnessResultEvent } from '@dryft/libs';
 
 /** A steady run: `lines` log lines, one batch each, `intervalMs` apart, then a verdict. */
 export interface Script {
@@ -21,12 +21,18 @@ export interface Script {
  * (`FakeAgent.streaming`). A streaming agent survives cuts and hub restarts the way the real one
  * does: it reconnects, reports the run it holds with its last acknowledged batch, and resends
  * everything until it is acknowledged. The real agent process is exercised by the e2e tests.
+ *
+ * The bench (bench/run.mjs, plain JavaScript run by node) uses this same class, compiled by
+ * `npm run build` (test/support/tsconfig.json) to test/support/dist/fake-agent.js: one fake agent,
+ * not a copy per caller. It imports nothing but socket.io-client and @dryft/libs for that reason.
  */
 export class FakeAgent {
   readonly socket: Socket;
   readonly assigned: RunAssign[] = [];
   /** Refuse the next assignments (with reason "busy") while false. */
   accept = true;
+  /** Called after each assignment is acknowledged, with when it arrived (the bench's dispatch latency). */
+  onAssign: ((assign: RunAssign, at: number) => void) | null = null;
   /** The verdict `play` sends (the harness's result event). */
   result: Omit<HarnessResultEvent, 'type' | 'workloads' | 'metrics'> = {
     status: 'succeeded',
@@ -53,9 +59,11 @@ export class FakeAgent {
       reconnection: opts.reconnection ?? false,
     });
     this.socket.on('run.assign', (raw: unknown, ack: (r: unknown) => void) => {
+      const at = Date.now();
       const assign = RunAssign.parse(raw);
       this.assigned.push(assign);
       ack({ accepted: this.accept, reason: this.accept ? undefined : 'busy' });
+      this.onAssign?.(assign, at);
       // Stopped mid-run by a test's teardown: nothing to report.
       if (this.accept && this.script) this.play(assign.runId, this.script).catch(() => undefined);
     });
@@ -146,6 +154,16 @@ export class FakeAgent {
       slots: Array.from({ length: opts.slots ?? 1 }, (_, index) => ({ index, gpus: [] })),
       activeRuns: [],
     });
+  }
+
+  /** run.started, acknowledged within `timeoutMs`. */
+  started(runId: string, timeoutMs = 10_000) {
+    return this.socket.timeout(timeoutMs).emitWithAck('run.started', { runId });
+  }
+
+  /** One numbered batch exactly as given (a caller that numbers its own, like the bench's load). */
+  batch(runId: string, seq: number, entries: BatchEntry[], timeoutMs = 10_000) {
+    return this.socket.timeout(timeoutMs).emitWithAck('run.batch', { runId, seq, entries });
   }
 
   /** Says the run started and sends harness events as its next batch. */

@@ -1,11 +1,16 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { BatchEntry, HarnessResultEvent, WorkloadSummary } from '@dryft/libs';
+import { hashToken } from '@dryft/libs/node';
+import { Clock } from '../../apps/api/src/common/clock';
 import { RunLifecycleService } from '../../apps/api/src/runs/run-lifecycle.service';
+import { RunQueue } from '../../apps/api/src/runs/run-queue';
+import { RunEntity } from '../../apps/api/src/runs/run.entity';
 import type { TestHub } from './hub';
 
 /**
- * A stand-in for a GPU agent in API tests: it takes a queued run the way dispatch does (one
- * conditional UPDATE), then reports through the same RunLifecycleService the /agents gateway uses.
+ * A stand-in for a GPU agent in API tests: it takes a queued run through RunQueue, the one writer of
+ * a run's state, with the claim dispatch uses, then reports through the same RunLifecycleService the
+ * /agents gateway uses.
  * The real agent process is exercised by the end-to-end tests.
  */
 export class TestAgent {
@@ -22,15 +27,28 @@ export class TestAgent {
     return this.hub.app.get(RunLifecycleService);
   }
 
+  /**
+   * queued → assigned through {@link RunQueue.markAssigned}, the statement dispatch claims with
+   * (deadline from assignment, download token), for this run only and with a 60 s lease.
+   */
   async claim(runId: string): Promise<void> {
-    const rows = await this.hub.dataSource.query(
-      `UPDATE runs SET status = 'assigned', agent_id = $2, agent_name = $3, slot = 0, assigned_at = now(),
-              lease_expires_at = now() + interval '60 seconds', deadline_at = now() + make_interval(secs => run_time_limit_seconds)
-        WHERE id = $1 AND status = 'queued' RETURNING id`,
-      [runId, this.id, this.name],
-    );
-    if ((Array.isArray(rows[0]) ? rows[0] : rows).length !== 1)
-      throw new Error(`run ${runId} was not queued`);
+    const run = await this.hub.dataSource.getRepository(RunEntity).findOneBy({ id: runId });
+    const now = this.hub.app.get(Clock).now();
+    const claimed = run
+      ? await this.hub.app.get(RunQueue).markAssigned({
+          agentId: this.id,
+          agentName: this.name,
+          slot: 0,
+          benchmarkIds: [run.benchmarkId],
+          allowOfficial: true,
+          allowPublic: true,
+          downloadTokenHash: hashToken(randomBytes(32).toString('base64url')),
+          now,
+          leaseUntil: new Date(now.getTime() + 60_000),
+          only: runId,
+        })
+      : null;
+    if (!claimed) throw new Error(`run ${runId} was not queued`);
   }
 
   async send(runId: string, entries: BatchEntry[]) {

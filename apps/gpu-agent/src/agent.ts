@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import type { AgentConfig } from './config';
 import { cannotRunKinds, detectGpu, formatRuntime, pickPython, probeRuntime } from './config';
-import { RunExecutor } from './run-executor';
+import { RunJob } from './run-job';
 
 const ACK_TIMEOUT_MS = 15_000;
 /**
@@ -56,7 +56,7 @@ export interface AgentOptions {
  */
 export class Agent {
   private socket!: Socket;
-  private readonly runs = new Map<string, RunExecutor>();
+  private readonly runs = new Map<string, RunJob>();
   /** Verdicts waiting for the server's ack (kept across reconnects). */
   private readonly verdicts = new Map<string, { msg: RunFinished; resolve: () => void }>();
   private heartbeat?: NodeJS.Timeout;
@@ -359,7 +359,7 @@ export class Agent {
     if (!slot) return { accepted: false, reason: `no slot ${assign.slot}` };
     if ([...this.runs.values()].some((r) => r.assign.slot === assign.slot))
       return { accepted: false, reason: `slot ${assign.slot} is busy` };
-    const run = new RunExecutor(assign, this.host(), slot.gpus);
+    const run = new RunJob(assign, this.host(), slot.gpus);
     this.runs.set(assign.runId, run);
     this.log(`run ${assign.runId} accepted on slot ${assign.slot}`);
     void run.execute().finally(() => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HarnessResultEvent } from '@dryft/libs';
-import { verdictFor } from '../src/run-executor';
+import { verdictFor } from '../src/verdict';
 
 const harness: HarnessResultEvent = {
   type: 'result',

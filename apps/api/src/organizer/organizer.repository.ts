@@ -39,34 +39,15 @@ const INTERVAL_SOURCES: { columns: string[]; select: string }[] = [
   ].map(([lo, hi]) => ({ columns: [lo, hi], select: `r.${lo} AS interval_low, r.${hi} AS interval_high` })),
 ];
 
+/**
+ * The organizer console's reads (runs across teams, the results export). A run's changes, its
+ * disqualification included, are {@link RunQueue}'s: it is the only writer of a run's state.
+ */
 @Injectable()
 export class OrganizerRepository {
   private intervalSelect: Promise<string | null> | undefined;
 
   constructor(private readonly dataSource: DataSource) {}
-
-  /** Marks an official, succeeded, scored result disqualified; null when it is not one or already is. */
-  async disqualify(runId: string, by: string, reason: string, at: Date): Promise<RunEntity | null> {
-    const res = await this.dataSource
-      .createQueryBuilder()
-      .update(RunEntity)
-      .set({ disqualifiedAt: at, disqualifiedBy: by, disqualifiedReason: reason })
-      .where(`id = :runId AND disqualified_at IS NULL AND mode = 'official' AND status = 'succeeded'`, {
-        runId,
-      })
-      .execute();
-    return res.affected ? this.dataSource.getRepository(RunEntity).findOneBy({ id: runId }) : null;
-  }
-
-  async requalify(runId: string): Promise<RunEntity | null> {
-    const res = await this.dataSource
-      .createQueryBuilder()
-      .update(RunEntity)
-      .set({ disqualifiedAt: null, disqualifiedBy: null, disqualifiedReason: null })
-      .where('id = :runId AND disqualified_at IS NOT NULL', { runId })
-      .execute();
-    return res.affected ? this.dataSource.getRepository(RunEntity).findOneBy({ id: runId }) : null;
-  }
 
   findRun(runId: string): Promise<RunEntity | null> {
     return this.dataSource.getRepository(RunEntity).findOneBy({ id: runId });

@@ -9,6 +9,7 @@ import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
 import type { RunEntity } from '../runs/run.entity';
+import { RunQueue } from '../runs/run-queue';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
 import { OrganizerRepository, ResultRow } from './organizer.repository';
@@ -21,6 +22,7 @@ const rankedTiers = (b: EffectiveBenchmark): string[] =>
 export class OrganizerService {
   constructor(
     private readonly repo: OrganizerRepository,
+    private readonly queue: RunQueue,
     private readonly runs: RunsService,
     private readonly benchmarks: BenchmarksService,
     private readonly boards: LeaderboardsService,
@@ -43,7 +45,11 @@ export class OrganizerService {
         'not_an_official_result',
         `Only a succeeded official run is a result that can be disqualified; run ${runId} is a ${run.status} ${run.mode} run.`,
       );
-    const changed = await this.repo.disqualify(runId, principal.user.id, reason, this.clock.now());
+    const changed = await this.queue.disqualify(runId, {
+      by: principal.user.id,
+      reason,
+      at: this.clock.now(),
+    });
     if (!changed) throw conflict('already_disqualified', `Run ${runId} was disqualified meanwhile.`);
     return this.after(principal, changed, 'run.disqualify', reason);
   }
@@ -51,7 +57,7 @@ export class OrganizerService {
   /** Reverses a disqualification: the result counts again (if it still fits the current rules). */
   async requalify(principal: Principal, runId: string, reason: string): Promise<RunView> {
     await this.findRun(runId);
-    const changed = await this.repo.requalify(runId);
+    const changed = await this.queue.requalify(runId);
     if (!changed) throw conflict('not_disqualified', `Run ${runId} is not disqualified; nothing to reverse.`);
     return this.after(principal, changed, 'run.requalify', reason);
   }

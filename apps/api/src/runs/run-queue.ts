@@ -16,6 +16,11 @@ export interface ClaimRequest {
   downloadTokenHash: string;
   now: Date;
   leaseUntil: Date;
+  /**
+   * Claim this run only (when it is queued and eligible), like Buildkite's `--acquire-job`: the test
+   * agent takes a named run through the same statement dispatch uses.
+   */
+  only?: string;
 }
 
 export interface ActiveRunRow {
@@ -89,7 +94,7 @@ export class RunQueue extends TransactionalRepository {
     const raw = await this.manager.query(
       `WITH candidate AS (
          SELECT r.id FROM runs r
-          WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)
+          WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)${req.only ? ' AND r.id = $9' : ''}
           ORDER BY (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')),
                    (SELECT max(s.assigned_at) FROM runs s WHERE s.team_id = r.team_id) ASC NULLS FIRST,
                    r.created_at, r.id
@@ -110,6 +115,7 @@ export class RunQueue extends TransactionalRepository {
         req.now,
         req.leaseUntil,
         req.downloadTokenHash,
+        ...(req.only ? [req.only] : []),
       ],
     );
     const rows = returned<{ id: string }>(raw);
@@ -339,6 +345,34 @@ export class RunQueue extends TransactionalRepository {
     );
     const ids = returned<{ id: string }>(raw).map((r) => r.id);
     return ids.length ? this.manager.findBy(RunEntity, { id: In(ids) }) : [];
+  }
+
+  /**
+   * An official, succeeded result → disqualified (off the leaderboard; its status and score stay as
+   * measured). Null when the run is not such a result or is disqualified already: the condition is
+   * in the statement, so two organizers acting at once disqualify it once.
+   */
+  async disqualify(runId: string, d: { by: string; reason: string; at: Date }): Promise<RunEntity | null> {
+    const res = await this.manager
+      .createQueryBuilder()
+      .update(RunEntity)
+      .set({ disqualifiedAt: d.at, disqualifiedBy: d.by, disqualifiedReason: d.reason })
+      .where(`id = :runId AND disqualified_at IS NULL AND mode = 'official' AND status = 'succeeded'`, {
+        runId,
+      })
+      .execute();
+    return res.affected ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+  }
+
+  /** Disqualified → counts again (if it still fits the rules in force). Null when it was not disqualified. */
+  async requalify(runId: string): Promise<RunEntity | null> {
+    const res = await this.manager
+      .createQueryBuilder()
+      .update(RunEntity)
+      .set({ disqualifiedAt: null, disqualifiedBy: null, disqualifiedReason: null })
+      .where('id = :runId AND disqualified_at IS NOT NULL', { runId })
+      .execute();
+    return res.affected ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
   }
 
   /** Official runs under older rules stop ranking; public runs never ranked, so they are left alone. */

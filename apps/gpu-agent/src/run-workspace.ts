@@ -1,0 +1,90 @@
+import type { HarnessSpec, RunAssign } from '@dryft/libs';
+import { validateArchive } from '@dryft/libs/node';
+import { createHash } from 'node:crypto';
+import { promises as fs, realpathSync } from 'node:fs';
+import * as path from 'node:path';
+import type { AgentConfig } from './config';
+import { formatRuntime } from './config';
+
+/** A run's folders, ready for the harness (real paths: the sandbox mounts them). */
+export interface PreparedRun {
+  /** The submission, unpacked: the only folder the engine sees. */
+  workspace: string;
+  /** Beside it, never inside: the spec (hidden workloads) and the events wrapper. */
+  privateDir: string;
+  specPath: string;
+  spec: HarnessSpec;
+}
+
+/**
+ * The run's checkout, the CI-runner way: a fresh `runDir` (whatever an earlier attempt left is
+ * wiped first), the submission fetched once with the one-time URL and checked against its sha256,
+ * unpacked under the shared archive rules (nothing may land outside the workspace), and the spec
+ * written beside it with this box's paths. Throws with the reason; the caller turns it into a verdict.
+ */
+export async function prepareRun(o: {
+  assign: RunAssign;
+  config: AgentConfig;
+  runDir: string;
+  /** The versions the agent reported, repeated in the run's log. */
+  runtime?: Record<string, string>;
+  note: (text: string) => void;
+}): Promise<PreparedRun> {
+  const { assign, config, runDir, note } = o;
+  await fs.rm(runDir, { recursive: true, force: true });
+  const workspace = path.join(runDir, 'workspace');
+  const privateDir = path.join(runDir, 'private');
+  await fs.mkdir(workspace, { recursive: true, mode: 0o700 });
+  await fs.mkdir(privateDir, { recursive: true, mode: 0o700 });
+  note(`preparing run ${assign.runId} (${assign.benchmarkId}, ${assign.mode}) on slot ${assign.slot}`);
+
+  const url = new URL(assign.submission.url, config.apiUrl);
+  const res = await fetch(url, { headers: { 'X-Agent-Token': config.token } });
+  if (!res.ok) throw new Error(`download failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+  const bytes = Buffer.from(await res.arrayBuffer());
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  if (sha !== assign.submission.sha256)
+    throw new Error(`the download's sha256 ${sha} is not the submission's ${assign.submission.sha256}`);
+
+  if (assign.submission.kind === 'archive') {
+    const verdict = await validateArchive(bytes);
+    if (!verdict.ok || !verdict.files) {
+      const problems = verdict.verdicts
+        .flatMap((v) => v.problems)
+        .slice(0, 5)
+        .join('; ');
+      throw new Error(`the archive fails the archive rules: ${problems}`);
+    }
+    for (const file of verdict.files) {
+      const target = path.resolve(workspace, file.path);
+      if (!target.startsWith(workspace + path.sep))
+        throw new Error(`archive path escapes the workspace: ${file.path}`);
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.writeFile(target, file.content, { flag: 'wx' });
+    }
+    note(`unpacked ${verdict.files.length} files`);
+  } else {
+    await fs.writeFile(path.join(workspace, 'submission.py'), bytes, { flag: 'wx' });
+  }
+  if (o.runtime) note(`runtime: ${formatRuntime(o.runtime)}`);
+
+  const spec = localSpec(assign.spec, config);
+  await fs.writeFile(path.join(privateDir, 'spec.json'), JSON.stringify(spec), { mode: 0o600 });
+  return {
+    workspace: realpathSync(workspace),
+    privateDir: realpathSync(privateDir),
+    specPath: path.join(realpathSync(privateDir), 'spec.json'),
+    spec,
+  };
+}
+
+/** The spec with this box's paths: the agent's model map, the checkout's baseline engine. */
+function localSpec(spec: HarnessSpec, config: AgentConfig): HarnessSpec {
+  if (spec.kind !== 'decode') return spec;
+  const modelPath = config.models[spec.benchmark] ?? path.resolve(config.repoDir, spec.model.path);
+  return {
+    ...spec,
+    model: { ...spec.model, path: modelPath },
+    baselineEngine: path.resolve(config.repoDir, spec.baselineEngine),
+  };
+}

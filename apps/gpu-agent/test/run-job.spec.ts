@@ -1,0 +1,265 @@
+import type { RunAssign, RunBatch, RunFinished } from '@dryft/libs';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { createServer, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentConfig } from '../src/config';
+import { tempPrefix, tempRoot } from '../src/leftovers';
+import { RunJob } from '../src/run-job';
+import type { RunHost } from '../src/run-job';
+
+/**
+ * One RunJob from download to wiped folder, unsandboxed, with the real events wrapper and a tiny
+ * shell script in the harness's place; the socket to the hub is a fake that records every batch and
+ * can hold its acknowledgements back or refuse for good.
+ */
+const SUBMISSION = Buffer.from('print("an engine")\n');
+const SHA = createHash('sha256').update(SUBMISSION).digest('hex');
+const RESULT = {
+  type: 'result',
+  status: 'succeeded',
+  failureCode: null,
+  message: 'All checks passed.',
+  score: 123,
+  workloads: [],
+  metrics: {},
+};
+
+let server: Server;
+let apiUrl: string;
+let workDir: string;
+beforeAll(async () => {
+  server = createServer((req, res) => res.end(req.url === '/dl/ok' ? SUBMISSION : 'other bytes'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  workDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'dryft-runjob-')));
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+const until = async (what: string, check: () => boolean, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+function assign(url = '/dl/ok'): RunAssign {
+  return {
+    runId: randomUUID(),
+    benchmarkId: 'toy-decode',
+    mode: 'public',
+    slot: 0,
+    submission: { url, sha256: SHA, kind: 'file', filename: 'submission.py' },
+    spec: {
+      kind: 'decode',
+      benchmark: 'toy-decode',
+      mode: 'public',
+      rulesVersion: 1,
+      model: { family: 'toy', path: 'models/toy' },
+      baselineEngine: 'starters/toy-decode/engine',
+      workloads: [{ name: 'b1', batchSize: 1, promptLength: 4, maxNewTokens: 4, seed: 1 }],
+      samplesPerWorkload: 1,
+      warmupSamples: 0,
+      limits: { loadSeconds: 5, sampleSeconds: 5, runSeconds: 30, memoryBytes: null, memoryMeasure: 'none' },
+      checks: { maxTtftMs: null, maxTpotMs: null, maxRatioSpreadPct: 50, logitTolerance: 0 },
+      baseline: null,
+    },
+    deadlineAt: Date.now() + 60_000,
+  };
+}
+
+/** The harness's stand-in: a shell script; it writes its events to fd 3 as the harness does. */
+function config(script: string, cancelGraceMs = 5_000): AgentConfig {
+  return {
+    apiUrl,
+    token: 'agent-token',
+    tokenFile: null,
+    configFile: null,
+    local: false,
+    slots: [{ index: 0, gpus: [] }],
+    accelerator: 'cpu',
+    gpuModel: null,
+    benchmarks: [],
+    harness: {
+      python: process.env.HARNESS_PYTHON ?? '/usr/bin/python3',
+      dir: workDir,
+      command: ['/bin/sh', '-c', script],
+    },
+    models: {},
+    workDir,
+    repoDir: workDir,
+    insecureNoSandbox: true,
+    hidePaths: [],
+    sandboxUidBase: 61000,
+    limits: { processes: 2048, openFiles: 4096, memoryBytes: null, workspaceBytes: 1 << 30 },
+    cancelGraceMs,
+    shutdownGraceMs: 1_000,
+    batchIntervalMs: 10,
+  };
+}
+
+type Line = { n: number; stream: string; text: string };
+
+/** The host side: the hub's socket as a fake that stores batches, and the calls the job made. */
+function host(cfg: AgentConfig, answer: (b: RunBatch) => Promise<unknown> | unknown = () => undefined) {
+  const batches: RunBatch[] = [];
+  const finished: RunFinished[] = [];
+  const started: string[] = [];
+  const logs: string[] = [];
+  /** What happened, in order: `ack N` when batch N was acknowledged, `finished` for the verdict. */
+  const order: string[] = [];
+  const h: RunHost = {
+    config: cfg,
+    sandboxed: false,
+    connected: () => true,
+    sendBatch: async (b) => {
+      const custom = await answer(b);
+      if (custom !== undefined) return custom;
+      if (!batches.some((x) => x.seq === b.seq)) batches.push(b);
+      order.push(`ack ${b.seq}`);
+      return { ok: true, ackedSeq: b.seq };
+    },
+    started: async (runId) => void started.push(runId),
+    finished: async (msg) => {
+      order.push('finished');
+      finished.push(msg);
+    },
+    handback: async () => false,
+    log: (m) => logs.push(m),
+  };
+  const lines = (): Line[] =>
+    batches.flatMap((b) => b.entries.filter((e) => e.type === 'log') as unknown as Line[]);
+  return { h, batches, finished, started, logs, order, lines };
+}
+
+/** Nothing of the run is left: its folder, and the events socket's folder in /tmp. */
+function leftovers(runId: string): string[] {
+  const prefix = tempPrefix(workDir);
+  return [
+    ...(existsSync(path.join(workDir, 'runs', runId)) ? [path.join(workDir, 'runs', runId)] : []),
+    ...readdirSync(tempRoot()).filter((f) => f.startsWith(prefix)),
+  ];
+}
+
+describe('RunJob: the lifecycle of one run', () => {
+  it('reports the verdict only after every log batch is acknowledged, naming the last batch', async () => {
+    const script = [
+      'echo "hello from the harness"',
+      `printf '%s\\n' '{"type":"log","level":"info","message":"measuring"}' >&3`,
+      `printf '%s\\n' '{"type":"check","name":"output","passed":true,"detail":"every token matched"}' >&3`,
+      `printf '%s\\n' '${JSON.stringify(RESULT)}' >&3`,
+      'echo "bye"',
+    ].join('; ');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // The hub is slow to acknowledge the batch with the harness's last line.
+    const t = host(config(script), async (b) => {
+      if (b.entries.some((e) => e.type === 'log' && e.text === 'bye')) await held;
+      return undefined;
+    });
+    const a = assign();
+    const job = new RunJob(a, t.h, []);
+    const running = job.execute();
+    await until('the harness to end', () => job.phase === 'finishing');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.finished).toEqual([]);
+    release();
+    await running;
+    expect(t.started).toEqual([a.runId]);
+    expect(t.finished).toHaveLength(1);
+    const lastSeq = Math.max(...t.batches.map((b) => b.seq));
+    expect(t.finished[0]).toMatchObject({
+      runId: a.runId,
+      lastSeq,
+      canceled: false,
+      exitCode: 0,
+      result: RESULT,
+    });
+    // The verdict came after the acknowledgement of every batch.
+    expect(t.order.indexOf('finished')).toBeGreaterThan(t.order.indexOf(`ack ${lastSeq}`));
+    expect(t.order.at(-1)).toBe('finished');
+    const lines = t.lines();
+    expect(lines.map((l) => l.n)).toEqual(lines.map((_, i) => i + 1));
+    // The terminal and the events channel are two streams: each keeps its own order.
+    const of = (stream: string) => lines.filter((l) => l.stream === stream).map((l) => l.text);
+    expect(of('out')).toEqual(['hello from the harness', 'bye']);
+    expect(of('harness')).toEqual(['measuring']);
+    expect(t.batches.flatMap((b) => b.entries.filter((e) => e.type === 'event'))).toHaveLength(1);
+    expect(leftovers(a.runId)).toEqual([]);
+  });
+
+  it('stops and reports nothing when the hub refuses a batch for good; still wipes everything', async () => {
+    const t = host(config('echo "engine output"; sleep 30'), (b) =>
+      b.entries.some((e) => e.type === 'log' && e.stream === 'out')
+        ? { ok: false, final: true, code: 'run_not_yours', error: 'this run is not assigned to this agent' }
+        : undefined,
+    );
+    const a = assign();
+    const job = new RunJob(a, t.h, []);
+    const t0 = Date.now();
+    await job.execute();
+    expect(Date.now() - t0).toBeLessThan(10_000); // the harness was stopped, not waited for
+    expect(t.started).toEqual([a.runId]);
+    expect(t.finished).toEqual([]);
+    expect(t.logs.join('\n')).toMatch(/refused batch \d+ for good \(run_not_yours/);
+    expect(leftovers(a.runId)).toEqual([]);
+  });
+
+  it('cancels once: TERM, then KILL after the grace, one verdict "canceled", everything wiped', async () => {
+    const t = host(config('trap "" TERM; echo ready; while :; do sleep 0.05; done', 400));
+    const a = assign();
+    const job = new RunJob(a, t.h, []);
+    const running = job.execute();
+    await until('the harness to run', () => t.lines().some((l) => l.text === 'ready'));
+    job.stop('cancel', 'canceled by the owner');
+    job.stop('cancel', 'canceled again');
+    job.stop('deadline', "the run reached the organizer's whole-run time limit");
+    await running;
+    job.stop('cancel', 'after the end: ignored');
+    expect(t.finished).toHaveLength(1);
+    expect(t.finished[0]).toMatchObject({
+      canceled: true,
+      exitCode: null,
+      result: { status: 'failed', failureCode: null, message: 'Canceled: canceled by the owner' },
+    });
+    const agent = t
+      .lines()
+      .filter((l) => l.stream === 'agent')
+      .map((l) => l.text);
+    expect(agent.filter((x) => x.startsWith('stopping:'))).toEqual(['stopping: canceled by the owner']);
+    expect(agent.filter((x) => x.includes('grace period'))).toEqual([
+      'still running after the grace period: killing',
+    ]);
+    expect(leftovers(a.runId)).toEqual([]);
+  });
+
+  it('a download that is not the submission fails as infra_error before anything starts', async () => {
+    const t = host(config('echo "never runs"'));
+    const a = assign('/dl/other');
+    await new RunJob(a, t.h, []).execute();
+    expect(t.started).toEqual([]);
+    expect(t.finished[0]).toMatchObject({
+      canceled: false,
+      exitCode: null,
+      result: {
+        status: 'failed',
+        failureCode: 'infra_error',
+        message: 'The GPU agent could not prepare this run; retry once.',
+      },
+    });
+    expect(t.lines().map((l) => l.text)).toContainEqual(
+      expect.stringMatching(
+        /^could not prepare the run: the download's sha256 [0-9a-f]{64} is not the submission's/,
+      ),
+    );
+    expect(t.lines().some((l) => l.text === 'never runs')).toBe(false);
+    expect(leftovers(a.runId)).toEqual([]);
+  });
+});
