@@ -284,17 +284,41 @@ export class RunExecutor {
       `preparing run ${this.runId} (${this.assign.benchmarkId}, ${this.assign.mode}) on slot ${this.assign.slot}`,
     );
 
-    const url = new URL(this.assign.submission.url, config.apiUrl);
+    const submission = this.assign.submission;
+    // A baseline re-measure has no submission: the harness times only its trusted baseline engine
+    // and gets the empty workspace.
+    if (submission) await this.fetchSubmission(submission, workspace);
+    else this.note('baseline re-measure: no submission to fetch');
+    if (this.host.runtime) this.note(`runtime: ${formatRuntime(this.host.runtime)}`);
+
+    const spec = this.localSpec(this.assign.spec);
+    const specPath = path.join(privateDir, 'spec.json');
+    await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
+    return {
+      workspace: realpathSync(workspace),
+      privateDir: realpathSync(privateDir),
+      specPath: path.join(realpathSync(privateDir), 'spec.json'),
+      spec,
+    };
+  }
+
+  /** Fetches the submission with the one-time URL, checks its sha256 and unpacks it into the workspace. */
+  private async fetchSubmission(
+    submission: NonNullable<RunAssign['submission']>,
+    workspace: string,
+  ): Promise<void> {
+    const { config } = this.host;
+    const url = new URL(submission.url, config.apiUrl);
     const res = await fetch(url, { headers: { 'X-Agent-Token': config.token } });
     if (!res.ok) throw new Error(`download failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
     const bytes = Buffer.from(await res.arrayBuffer());
     const sha = createHash('sha256').update(bytes).digest('hex');
-    if (sha !== this.assign.submission.sha256)
+    if (sha !== submission.sha256)
       throw new Error(
-        `the download's sha256 ${sha} is not the submission's ${this.assign.submission.sha256}`,
+        `the download's sha256 ${sha} is not the submission's ${submission.sha256}`,
       );
 
-    if (this.assign.submission.kind === 'archive') {
+    if (submission.kind === 'archive') {
       const verdict = await validateArchive(bytes);
       if (!verdict.ok || !verdict.files) {
         const problems = verdict.verdicts
@@ -314,17 +338,6 @@ export class RunExecutor {
     } else {
       await fs.writeFile(path.join(workspace, 'submission.py'), bytes, { flag: 'wx' });
     }
-    if (this.host.runtime) this.note(`runtime: ${formatRuntime(this.host.runtime)}`);
-
-    const spec = this.localSpec(this.assign.spec);
-    const specPath = path.join(privateDir, 'spec.json');
-    await fs.writeFile(specPath, JSON.stringify(spec), { mode: 0o600 });
-    return {
-      workspace: realpathSync(workspace),
-      privateDir: realpathSync(privateDir),
-      specPath: path.join(realpathSync(privateDir), 'spec.json'),
-      spec,
-    };
   }
 
   /** The spec with this box's paths: the agent's model map, the checkout's baseline engine. */
