@@ -314,9 +314,7 @@ export class RunExecutor {
     const bytes = Buffer.from(await res.arrayBuffer());
     const sha = createHash('sha256').update(bytes).digest('hex');
     if (sha !== submission.sha256)
-      throw new Error(
-        `the download's sha256 ${sha} is not the submission's ${submission.sha256}`,
-      );
+      throw new Error(`the download's sha256 ${sha} is not the submission's ${submission.sha256}`);
 
     if (submission.kind === 'archive') {
       const verdict = await validateArchive(bytes);

@@ -153,7 +153,10 @@ export const BaselinesView = z.object({
       hardware: z.string(),
       rulesVersion: z.number().int(),
       measuredAt: z.string(),
-      workloads: z.record(z.string(), z.object({ totalMs: z.number(), ttftMs: z.number(), tpotMs: z.number() })),
+      workloads: z.record(
+        z.string(),
+        z.object({ totalMs: z.number(), ttftMs: z.number(), tpotMs: z.number() }),
+      ),
     }),
   ),
   remeasures: z.array(BaselineRemeasureView),

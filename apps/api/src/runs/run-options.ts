@@ -120,7 +120,10 @@ export function decodeSpec(
   const official = mode === 'official';
   const workloads =
     mode === 'baseline'
-      ? [...b.workloads.public, ...b.workloads.hidden.filter((h) => !b.workloads.public.some((p) => p.name === h.name))]
+      ? [
+          ...b.workloads.public,
+          ...b.workloads.hidden.filter((h) => !b.workloads.public.some((p) => p.name === h.name)),
+        ]
       : official
         ? b.workloads.hidden
         : b.workloads.public;
