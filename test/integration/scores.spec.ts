@@ -310,8 +310,16 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
         expect(done.body.message).toMatch(why);
         expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
       }
+      // Organizers may cancel one; a team member cannot even see it.
+      agent.accept = false;
+      const queued = (await remeasure(org, { reason: REASON })).body.run as RunView;
+      expect((await alice.post(`/api/runs/${queued.id}/cancel`, { reason: 'mine?' })).status).toBe(404);
+      const canceled = await org.post(`/api/runs/${queued.id}/cancel`, { reason: 'wrong moment' });
+      expect([canceled.status, canceled.body.run.status]).toEqual([200, 'canceled']);
+      agent.accept = true;
       const view = (await org.get<BaselinesView>('/api/admin/benchmarks/toy-decode/baselines')).body;
-      expect(view.remeasures.map((r) => r.status)).toEqual(['failed', 'failed', 'succeeded']);
+      expect(view.remeasures.map((r) => r.status)).toEqual(['canceled', 'failed', 'failed', 'succeeded']);
+      expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
     });
   });
 });
