@@ -274,7 +274,6 @@ export class RunExecutor {
     specPath: string;
     spec: HarnessSpec;
   }> {
-    const { config } = this.host;
     await fs.rm(this.runDir, { recursive: true, force: true });
     const workspace = path.join(this.runDir, 'workspace');
     const privateDir = path.join(this.runDir, 'private');
