@@ -273,6 +273,9 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
       });
       const result = (await org.get<RunResultView>(`/api/runs/${run.id}/result`)).body;
       expect(result).toMatchObject({ score: null, indicative: false, run: { status: 'succeeded' } });
+      const rank = (await org.get<RankView>(`/api/runs/${run.id}/rank`)).body;
+      expect(rank).toMatchObject({ mode: 'baseline', rank: null, eligible: false, isBest: false });
+      expect(rank.reason).toMatch(/never ranks/);
       expect((await alice.get<LeaderboardView>('/api/leaderboards/toy-decode')).body.entries).toEqual(
         boardBefore,
       );
