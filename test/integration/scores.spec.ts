@@ -324,5 +324,47 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
       expect(view.remeasures.map((r) => r.status)).toEqual(['canceled', 'failed', 'failed', 'succeeded']);
       expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
     });
+
+    it('goes only to an agent of the requested GPU model; with several models the hardware must be named', async () => {
+      const gpu = async (name: string, gpuModel: string) => {
+        const g = new FakeAgent(hub.baseUrl, (await org.createAgent(name)).token);
+        expect((await g.ready({ capabilities: { accelerator: 'gpu', gpuModel, gpuCount: 1 } })).ok).toBe(
+          true,
+        );
+        return g;
+      };
+      const h100 = await gpu('scores-h100', 'NVIDIA H100 80GB HBM3');
+      const h200 = await gpu('scores-h200', 'NVIDIA H200');
+      try {
+        const vague = await remeasure(org, { reason: REASON }, 'qwen3-4b-decode');
+        expect([vague.status, vague.body.error.code]).toEqual([400, 'hardware_required']);
+        expect(vague.body.error.details.known).toEqual(['NVIDIA H100 80GB HBM3', 'NVIDIA H200']);
+        const res = await remeasure(org, { reason: REASON, hardware: 'NVIDIA H200' }, 'qwen3-4b-decode');
+        expect(res.status).toBe(201);
+        const id = (res.body.run as RunView).id;
+        const a = await until('the H200 assignment', () => h200.assigned.find((x) => x.runId === id), 10_000);
+        expect(a.spec).toMatchObject({ kind: 'decode', mode: 'baseline', samplesPerWorkload: 10 });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(h100.assigned).toEqual([]);
+        const fig = { totalMs: 900, ttftMs: 80, tpotMs: 20 };
+        const names = a.spec.kind === 'decode' ? a.spec.workloads.map((w) => w.name) : [];
+        const ack = await h200.finish(id, {
+          ...measured(10, 900, 'NVIDIA H200'),
+          baseline: {
+            hardware: 'NVIDIA H200',
+            samples: 10,
+            workloads: Object.fromEntries(names.map((w) => [w, fig])),
+          },
+        });
+        expect(ack.ok).toBe(true);
+        const rows = (await hub.dataSource.query(
+          `SELECT hardware FROM baselines WHERE benchmark_id = 'qwen3-4b-decode'`,
+        )) as { hardware: string }[];
+        expect(rows.map((r) => r.hardware)).toEqual(['NVIDIA H200']);
+      } finally {
+        h100.socket.close();
+        h200.socket.close();
+      }
+    });
   });
 });
