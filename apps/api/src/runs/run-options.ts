@@ -110,7 +110,8 @@ type DecodeBenchmark = Extract<EffectiveBenchmark, { kind: 'decode' }>;
 /**
  * The harness spec of a decode run. Official: the hidden workloads, paired. Public: the public
  * workloads. Baseline (an organizer's re-measure, `samples` timed samples of the baseline engine
- * alone): public and hidden workloads both, so the cache serves public runs and official runs alike.
+ * alone): public and hidden workloads both, so the cache it writes has the public workloads public
+ * runs are scored on as well as the hidden ones an official run's paired medians cover.
  */
 export function decodeSpec(
   b: DecodeBenchmark,
