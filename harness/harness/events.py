@@ -70,6 +70,7 @@ class EventWriter:
         interval: Optional[dict] = None,
         pairs: Optional[int] = None,
         indicative: Optional[bool] = None,
+        baseline: Optional[dict] = None,
     ) -> None:
         if self.result_sent:
             return
@@ -94,5 +95,8 @@ class EventWriter:
             event["pairs"] = pairs
         if indicative is not None:
             event["indicative"] = bool(indicative)
+        # A baseline re-measure: {hardware, samples, workloads}, the medians the hub caches.
+        if baseline is not None:
+            event["baseline"] = baseline
         self.emit(event)
         self.result_sent = True

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 MEMORY_MEASURES = ("auto", "gpu", "rss", "none")
+REMEASURE_MIN_SAMPLES = 10
 
 
 def _num(obj: dict, key: str, where: str, *, integer=False, positive=False, nonneg=False, nullable=False):
@@ -38,8 +39,8 @@ def _obj(obj: Any, key: str, where: str) -> dict:
 def validate_decode_spec(spec: dict) -> dict:
     if not isinstance(spec, dict) or spec.get("kind") != "decode":
         raise ValueError("spec: kind must be 'decode'")
-    if spec.get("mode") not in ("public", "official"):
-        raise ValueError("spec: mode must be 'public' or 'official'")
+    if spec.get("mode") not in ("public", "official", "baseline"):
+        raise ValueError("spec: mode must be 'public', 'official' or 'baseline'")
     model = _obj(spec, "model", "spec")
     if model.get("family") not in ("toy", "qwen3") or not isinstance(model.get("path"), str):
         raise ValueError("spec: model must be {family: 'toy'|'qwen3', path: string}")
@@ -60,6 +61,10 @@ def validate_decode_spec(spec: dict) -> dict:
             _num(w, key, where, integer=True, positive=True)
         _num(w, "seed", where, integer=True, nonneg=True)
     _num(spec, "samplesPerWorkload", "spec", integer=True, positive=True)
+    # A baseline re-measure writes the hub's cache: never from fewer samples than the hub asks for
+    # at least (REMEASURE_MIN_SAMPLES in libs/src/rest/organizer.ts).
+    if spec["mode"] == "baseline" and spec["samplesPerWorkload"] < REMEASURE_MIN_SAMPLES:
+        raise ValueError(f"spec: a baseline re-measure needs samplesPerWorkload >= {REMEASURE_MIN_SAMPLES}, got {spec['samplesPerWorkload']}")
     _num(spec, "warmupSamples", "spec", integer=True, nonneg=True)
     # Official runs: add pairs up to maxPairs while the score's 95 % interval is wider than
     # ±targetHalfWidthPct (both optional: without them an official run takes samplesPerWorkload pairs).

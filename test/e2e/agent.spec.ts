@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BaselinesView, RunResultView, RunView } from '@dryft/libs';
 import { HttpUser, RunWatcher, terminal, toyStarter } from '../support/agent-helpers';
 import { startQuickstart, Quickstart } from '../support/quickstart';
 
@@ -36,5 +37,51 @@ describe('the local agent runs toy-decode for real', () => {
     expect(result.samples.length).toBeGreaterThan(0);
     expect(qs.agent!.output()).toContain('sandboxed');
     watcher.close();
+  });
+
+  it('an organizer’s baseline re-measure runs the baseline engine alone and writes the cache public runs use', async () => {
+    const org = await HttpUser.signIn(qs.url, 'org');
+    const queued = await org.post('/api/admin/benchmarks/toy-decode/baselines/remeasure', {
+      samples: 10,
+      reason: 'e2e: re-measure on the local agent',
+    });
+    expect(queued.status, JSON.stringify(queued.body)).toBe(201);
+    const run = queued.body.run as RunView;
+    expect(run).toMatchObject({ mode: 'baseline', submissionId: null, teamId: null });
+    const done = await org.waitFor(run.id, terminal, 120_000);
+    const logs = (await org.allLogs(run.id)).map((l) => `${l.stream}: ${l.text}`);
+    expect(done.status, `${JSON.stringify(done)}\n${logs.join('\n')}\n${qs.agent?.output()}`).toBe(
+      'succeeded',
+    );
+    expect(done.score).toBeNull();
+    expect(logs.some((l) => l.includes('no submission to fetch'))).toBe(true);
+    expect(logs.some((l) => /baseline short sample 9:/.test(l))).toBe(true);
+    expect(logs.some((l) => l.includes('candidate'))).toBe(false);
+    const result = (await org.get<RunResultView>(`/api/runs/${run.id}/result`)).body;
+    expect(result.workloads.map((w) => [w.workload, w.samples])).toEqual([
+      ['short', 10],
+      ['long', 10],
+      ['h-wide', 10],
+      ['h-deep', 10],
+    ]);
+    const view = (await org.get<BaselinesView>('/api/admin/benchmarks/toy-decode/baselines')).body;
+    const cpu = view.cached.find((c) => c.hardware === 'cpu' && c.rulesVersion === view.rulesVersion);
+    expect(Object.keys(cpu?.workloads ?? {}).sort()).toEqual(['h-deep', 'h-wide', 'long', 'short']);
+    expect(view.remeasures[0]).toMatchObject({
+      runId: run.id,
+      status: 'succeeded',
+      samples: 10,
+      agentName: 'local',
+    });
+
+    // A public run now scores against the re-measured cache: it does not measure the baseline itself.
+    const owner = await HttpUser.signIn(qs.url, 'e2e-owner');
+    const pub = await owner.startRun(await owner.upload(await toyStarter()), 'public');
+    const pubDone = await owner.waitFor(pub.id, terminal, 90_000);
+    expect(pubDone.status).toBe('succeeded');
+    const pubLogs = (await owner.allLogs(pub.id)).map((l) => l.text);
+    expect(pubLogs.some((l) => l.includes('no cached baseline'))).toBe(false);
+    const after = (await org.get<BaselinesView>('/api/admin/benchmarks/toy-decode/baselines')).body;
+    expect(after.cached.find((c) => c.hardware === 'cpu')?.measuredAt).toBe(cpu?.measuredAt);
   });
 });

@@ -10,7 +10,7 @@ import { toyStarter } from '../support/archives';
 import { ROOT, startTestHub, type TestHub } from '../support/hub';
 import { hasChromium } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
-import { ownerWithTeam, type TestUser } from '../support/users';
+import { ownerWithTeam, signIn as signInApi, type TestUser } from '../support/users';
 
 /**
  * The organizer's console in Chromium, on the built web app served by the real API on real
@@ -267,6 +267,61 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
       );
       expect(await clock.textContent()).toContain('Submissions open');
       await shot(spectator, 'organizer-07-round-clock-leaderboard');
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
+    'queues a baseline re-measure from the console and shows its status until it writes the cache',
+    { timeout: 120_000 },
+    async () => {
+      // A registered CPU agent (its capabilities as it reported them) makes "cpu" a known key.
+      const api = await signInApi(hub, ORGANIZER);
+      const created = await api.post('/api/admin/agents', { name: 'console-cpu' });
+      await hub.dataSource.query(`UPDATE agents SET capabilities = $2 WHERE id = $1`, [
+        created.body.id,
+        {
+          accelerator: 'cpu',
+          gpuModel: null,
+          gpuCount: 0,
+          driver: null,
+          harnessVersion: 't',
+          agentVersion: 't',
+          benchmarks: [],
+        },
+      ]);
+      const org = await browser('baselines-organizer');
+      await signIn(org, ORGANIZER);
+      await org.goto('/admin');
+      const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
+      const admin = card.getByTestId('baselines-admin');
+      await admin.locator('summary').click();
+      await admin.getByLabel('Why re-measure').fill('new CPU microcode');
+      await admin.getByRole('button', { name: 'Re-measure baseline' }).click();
+      await admin.getByText('Re-measure queued').waitFor();
+      const row = admin.getByTestId('remeasures').locator('tbody tr').first();
+      expect(await row.textContent()).toMatch(/cpu\s*10\s*queued\s*olga-org/);
+      await admin.getByText('re-measuring').waitFor();
+
+      const runId = (await api.get('/api/admin/benchmarks/toy-decode/baselines')).body.remeasures[0].runId;
+      const agent = new TestAgent(hub, 'console-cpu');
+      await agent.claim(runId);
+      const fig = { totalMs: 50, ttftMs: 4, tpotMs: 2 };
+      await agent.finish(runId, {
+        status: 'succeeded',
+        failureCode: null,
+        message: 'Baseline re-measured',
+        score: null,
+        baseline: {
+          hardware: 'cpu',
+          samples: 10,
+          workloads: Object.fromEntries(['short', 'long', 'h-wide', 'h-deep'].map((w) => [w, fig])),
+        },
+      });
+      // The open console polls while one is under way: it turns succeeded and the cache lists cpu.
+      await row.getByText('succeeded').waitFor({ timeout: 15_000 });
+      await admin.locator('summary').getByText('cpu').waitFor();
+      await shot(org, 'organizer-08-baselines-admin');
       expect(pageErrors).toEqual([]);
     },
   );

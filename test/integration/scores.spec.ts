@@ -1,7 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HarnessEvent, RunAssign, RunResultView, LeaderboardView, RankView } from '@dryft/libs';
+import type {
+  AdminRunView,
+  BaselinesView,
+  HarnessEvent,
+  HarnessResultEvent,
+  LeaderboardView,
+  RankView,
+  RunAssign,
+  RunResultView,
+  RunView,
+} from '@dryft/libs';
 import { HttpUser, toyStarter, until } from '../support/agent-helpers';
 import { startTestHub, TestHub } from '../support/hub';
 import { FakeAgent } from '../support/fake-agent';
@@ -159,6 +169,202 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
     expect(board.entries[1]).toMatchObject({
       interval: { low: 100.5, high: 105.5, halfWidth: 2.5 },
       pairs: 7,
+    });
+  });
+
+  describe('an organizer’s baseline re-measure', () => {
+    const REASON = 'driver update on the CPU box';
+    const ALL = ['short', 'long', 'h-wide', 'h-deep'];
+    const remeasure = (user: HttpUser, body: Record<string, unknown>, benchmark = 'toy-decode') =>
+      user.post(`/api/admin/benchmarks/${benchmark}/baselines/remeasure`, body);
+    const measured = (samples: number, totalMs: number, hardware = 'cpu: AMD EPYC 7B13') =>
+      ({
+        status: 'succeeded',
+        failureCode: null,
+        message: 'Baseline re-measured',
+        score: null,
+        workloads: [],
+        metrics: {},
+        baseline: {
+          hardware,
+          samples,
+          workloads: Object.fromEntries(ALL.map((w) => [w, { ...FIG, totalMs }])),
+        },
+      }) satisfies Omit<HarnessResultEvent, 'type'>;
+
+    it('is refused with a clear code: not an organizer, unknown benchmark, no baseline, too few samples, unknown hardware', async () => {
+      const before = await cached();
+      const notOrg = await remeasure(alice, { reason: REASON });
+      expect([notOrg.status, notOrg.body.error.code]).toEqual([403, 'organizers_only']);
+      const unknown = await remeasure(org, { reason: REASON }, 'nope');
+      expect([unknown.status, unknown.body.error.code]).toEqual([404, 'benchmark_not_found']);
+      const training = await remeasure(org, { reason: REASON }, 'recurrence-cpu');
+      expect([training.status, training.body.error.code]).toEqual([400, 'no_baseline']);
+      const few = await remeasure(org, { reason: REASON, samples: 9 });
+      expect([few.status, few.body.error.code]).toEqual([400, 'invalid_request']);
+      expect(few.body.error.message).toMatch(/at least 10/);
+      const many = await remeasure(org, { reason: REASON, samples: 51 });
+      expect([many.status, many.body.error.code]).toEqual([400, 'invalid_request']);
+      const noReason = await remeasure(org, {});
+      expect([noReason.status, noReason.body.error.code]).toEqual([400, 'invalid_request']);
+      const gpu = await remeasure(org, { reason: REASON, hardware: 'NVIDIA H200' });
+      expect([gpu.status, gpu.body.error.code]).toEqual([422, 'unknown_hardware']);
+      expect(gpu.body.error.message).toMatch(/"cpu"/);
+      expect(await cached()).toEqual(before);
+      const audit = await hub.dataSource.query(
+        `SELECT count(*)::int AS n FROM audit_log WHERE action = 'baseline.remeasure'`,
+      );
+      expect(audit[0].n).toBe(0);
+    });
+
+    it('queues a baseline-only run on the key’s agent; its verdict (≥ 10 samples) writes the cache, nothing else does', async () => {
+      const boardBefore = (await alice.get<LeaderboardView>('/api/leaderboards/toy-decode')).body.entries;
+      // The hardware may be left out: the only key of the agents that can run toy-decode is "cpu".
+      const res = await remeasure(org, { reason: REASON, samples: 12 });
+      expect(res.status).toBe(201);
+      const run = res.body.run as RunView;
+      expect(run).toMatchObject({ mode: 'baseline', submissionId: null, teamId: null, status: 'queued' });
+      // One at a time per benchmark and key.
+      const again = await remeasure(org, { reason: REASON, hardware: 'cpu: Intel Xeon' });
+      expect([again.status, again.body.error.code]).toEqual([409, 'remeasure_pending']);
+      expect(again.body.error.message).toContain(run.id);
+
+      const a = await assignment(run.id);
+      expect(a.mode).toBe('baseline');
+      expect(a.submission).toBeNull();
+      expect(a.spec).toMatchObject({
+        kind: 'decode',
+        mode: 'baseline',
+        samplesPerWorkload: 12,
+        baseline: null,
+      });
+      expect(a.spec.kind === 'decode' && a.spec.workloads.map((w) => w.name)).toEqual(ALL);
+      // No team sees it; it is no team run and never a board entry.
+      expect((await alice.get(`/api/runs/${run.id}`)).status).toBe(404);
+      expect((await alice.get<{ items: RunView[] }>('/api/runs')).body.items.map((r) => r.id)).not.toContain(
+        run.id,
+      );
+      const adminRuns = (await org.get<{ items: AdminRunView[] }>('/api/admin/runs?limit=200')).body.items;
+      expect(adminRuns.map((r) => r.id)).not.toContain(run.id);
+      expect((await org.get<RunView>(`/api/runs/${run.id}`)).body).toMatchObject({
+        mode: 'baseline',
+        teamId: null,
+      });
+
+      // An unpaired baseline event on the way changes nothing; the verdict does.
+      await agent.events(run.id, [baselineEvent('cpu', false, 1)]);
+      expect((await cached()).find((r) => r.hardware === 'cpu')!.figures.workloads['short']).toBeUndefined();
+      expect((await agent.finish(run.id, measured(12, 42))).ok).toBe(true);
+      const rows = await cached();
+      expect(rows.map((r) => r.hardware)).toEqual(['cpu']);
+      expect(rows[0].figures.hardware).toBe('cpu');
+      expect(Object.keys(rows[0].figures.workloads).sort()).toEqual([...ALL].sort());
+      expect(rows[0].figures.workloads['short'].totalMs).toBe(42);
+
+      const view = (await org.get<BaselinesView>('/api/admin/benchmarks/toy-decode/baselines')).body;
+      expect(view.cached.map((c) => c.hardware)).toEqual(['cpu']);
+      expect(view.remeasures[0]).toMatchObject({
+        runId: run.id,
+        hardware: 'cpu',
+        samples: 12,
+        status: 'succeeded',
+        requestedBy: 'scores-org',
+        agentName: 'scores-cpu',
+      });
+      const result = (await org.get<RunResultView>(`/api/runs/${run.id}/result`)).body;
+      expect(result).toMatchObject({ score: null, indicative: false, run: { status: 'succeeded' } });
+      const rank = (await org.get<RankView>(`/api/runs/${run.id}/rank`)).body;
+      expect(rank).toMatchObject({ mode: 'baseline', rank: null, eligible: false, isBest: false });
+      expect(rank.reason).toMatch(/never ranks/);
+      expect((await alice.get<LeaderboardView>('/api/leaderboards/toy-decode')).body.entries).toEqual(
+        boardBefore,
+      );
+      const audit = await hub.dataSource.query(
+        `SELECT reason, details FROM audit_log WHERE action = 'baseline.remeasure' ORDER BY at DESC LIMIT 1`,
+      );
+      expect(audit[0]).toMatchObject({
+        reason: REASON,
+        details: { hardware: 'cpu', samples: 12, runId: run.id },
+      });
+
+      // The next public run is scored against the re-measured figures and still writes nothing.
+      const pub = await alice.startRun(await alice.upload(await toyStarter()), 'public');
+      const pa = await assignment(pub.id);
+      expect(pa.spec.kind === 'decode' && pa.spec.baseline?.workloads['short']).toMatchObject({
+        totalMs: 42,
+      });
+      await agent.events(pub.id, [baselineEvent('cpu', true, 7)]);
+      await agent.finish(pub.id, { ...measured(20, 7), score: 99, indicative: true });
+      expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
+    });
+
+    it('a verdict with fewer than 10 samples, or from other hardware, fails and caches nothing', async () => {
+      for (const [result, why] of [
+        [measured(9, 5), /fewer than 10/],
+        [measured(12, 5, 'NVIDIA H200'), /not on cpu/],
+      ] as const) {
+        const res = await remeasure(org, { reason: REASON, hardware: 'cpu' });
+        expect(res.status).toBe(201);
+        const id = (res.body.run as RunView).id;
+        await assignment(id);
+        expect((await agent.finish(id, result)).ok).toBe(true);
+        const done = await org.get<RunView>(`/api/runs/${id}`);
+        expect(done.body).toMatchObject({ status: 'failed', failureCode: 'harness_error' });
+        expect(done.body.message).toMatch(why);
+        expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
+      }
+      // Organizers may cancel one; a team member cannot even see it.
+      agent.accept = false;
+      const queued = (await remeasure(org, { reason: REASON })).body.run as RunView;
+      expect((await alice.post(`/api/runs/${queued.id}/cancel`, { reason: 'mine?' })).status).toBe(404);
+      const canceled = await org.post(`/api/runs/${queued.id}/cancel`, { reason: 'wrong moment' });
+      expect([canceled.status, canceled.body.run.status]).toEqual([200, 'canceled']);
+      agent.accept = true;
+      const view = (await org.get<BaselinesView>('/api/admin/benchmarks/toy-decode/baselines')).body;
+      expect(view.remeasures.map((r) => r.status)).toEqual(['canceled', 'failed', 'failed', 'succeeded']);
+      expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
+    });
+
+    it('goes only to an agent of the requested GPU model; with several models the hardware must be named', async () => {
+      const gpu = async (name: string, gpuModel: string) => {
+        const g = new FakeAgent(hub.baseUrl, (await org.createAgent(name)).token);
+        expect((await g.ready({ capabilities: { accelerator: 'gpu', gpuModel, gpuCount: 1 } })).ok).toBe(
+          true,
+        );
+        return g;
+      };
+      const h100 = await gpu('scores-h100', 'NVIDIA H100 80GB HBM3');
+      const h200 = await gpu('scores-h200', 'NVIDIA H200');
+      try {
+        const vague = await remeasure(org, { reason: REASON }, 'qwen3-4b-decode');
+        expect([vague.status, vague.body.error.code]).toEqual([400, 'hardware_required']);
+        expect(vague.body.error.details.known).toEqual(['NVIDIA H100 80GB HBM3', 'NVIDIA H200']);
+        const res = await remeasure(org, { reason: REASON, hardware: 'NVIDIA H200' }, 'qwen3-4b-decode');
+        expect(res.status).toBe(201);
+        const id = (res.body.run as RunView).id;
+        const a = await until('the H200 assignment', () => h200.assigned.find((x) => x.runId === id), 10_000);
+        expect(a.spec).toMatchObject({ kind: 'decode', mode: 'baseline', samplesPerWorkload: 10 });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(h100.assigned).toEqual([]);
+        const fig = { totalMs: 900, ttftMs: 80, tpotMs: 20 };
+        const names = a.spec.kind === 'decode' ? a.spec.workloads.map((w) => w.name) : [];
+        const ack = await h200.finish(id, {
+          ...measured(10, 900, 'NVIDIA H200'),
+          baseline: {
+            hardware: 'NVIDIA H200',
+            samples: 10,
+            workloads: Object.fromEntries(names.map((w) => [w, fig])),
+          },
+        });
+        expect(ack.ok).toBe(true);
+        const rows = (await hub.dataSource.query(
+          `SELECT hardware FROM baselines WHERE benchmark_id = 'qwen3-4b-decode'`,
+        )) as { hardware: string }[];
+        expect(rows.map((r) => r.hardware)).toEqual(['NVIDIA H200']);
+      } finally {
+        h100.socket.close();
+        h200.socket.close();
+      }
     });
   });
 });

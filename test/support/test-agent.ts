@@ -45,6 +45,7 @@ export class TestAgent {
           downloadTokenHash: hashToken(randomBytes(32).toString('base64url')),
           now,
           leaseUntil: new Date(now.getTime() + 60_000),
+          hardware: run.hardware ?? 'cpu',
           only: runId,
         })
       : null;

@@ -40,6 +40,11 @@ describe('dispatch eligibility', () => {
       allowPublic: false,
       allowOfficial: false,
     });
+    // A baseline re-measure is timed like an official run: it never shares a GPU either.
+    expect(slotModes(slots[2], slots, [{ slot: 1, mode: 'baseline' }])).toEqual({
+      allowPublic: false,
+      allowOfficial: false,
+    });
     expect(slotModes(slots[2], slots, [{ slot: 1, mode: 'public' }])).toEqual({
       allowPublic: true,
       allowOfficial: false,

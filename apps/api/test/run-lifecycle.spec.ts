@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LOG_LIMITS } from '@dryft/libs';
-import type { LogLine, RunFinished } from '@dryft/libs';
+import type { HarnessResultEvent, LogLine, RunFinished } from '@dryft/libs';
 import { Clock } from '../src/common/clock';
 import type { EventBus } from '../src/common/event-bus';
 import type { Config } from '../src/config/config';
@@ -233,6 +233,39 @@ describe('verdictOf', () => {
       status: 'canceled',
       quotaRefunded: false,
     });
+  });
+
+  it('fails a baseline re-measure whose figures could not be cached (harness_error, refunded)', () => {
+    const workloads = [{ name: 'w', batchSize: 1, promptLength: 8, maxNewTokens: 4, seed: 1 }];
+    const run = aRun({
+      mode: 'baseline',
+      hardware: 'cpu',
+      submissionId: null,
+      teamId: null,
+      status: 'running',
+      startedAt: now,
+      spec: { kind: 'decode', workloads } as unknown as RunEntity['spec'],
+    });
+    const fig = { totalMs: 10, ttftMs: 1, tpotMs: 1 };
+    const verdict = (baseline: HarnessResultEvent['baseline']) =>
+      verdictOf(run, finished(run.id, { result: aResult({ score: null, baseline }) }), now);
+    expect(verdict({ hardware: 'cpu: AMD EPYC', samples: 10, workloads: { w: fig } })).toMatchObject({
+      status: 'succeeded',
+      failureCode: null,
+    });
+    for (const [baseline, why] of [
+      [undefined, /no baseline figures/],
+      [{ hardware: 'cpu', samples: 9, workloads: { w: fig } }, /fewer than 10/],
+      [{ hardware: 'NVIDIA H200', samples: 10, workloads: { w: fig } }, /not on cpu/],
+      [{ hardware: 'cpu', samples: 10, workloads: {} }, /no figures for w/],
+    ] as const)
+      expect(verdict(baseline)).toMatchObject({
+        status: 'failed',
+        failureCode: 'harness_error',
+        score: null,
+        quotaRefunded: true,
+        message: expect.stringMatching(why),
+      });
   });
 
   it('names the whole-run limit in force when the run timed out at its deadline', () => {

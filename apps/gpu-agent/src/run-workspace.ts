@@ -38,15 +38,38 @@ export async function prepareRun(o: {
   await fs.mkdir(privateDir, { recursive: true, mode: 0o700 });
   note(`preparing run ${assign.runId} (${assign.benchmarkId}, ${assign.mode}) on slot ${assign.slot}`);
 
-  const url = new URL(assign.submission.url, config.apiUrl);
+  // A baseline re-measure has no submission: the harness times only its trusted baseline engine
+  // and gets the empty workspace.
+  if (assign.submission) await fetchSubmission(assign.submission, config, workspace, note);
+  else note('baseline re-measure: no submission to fetch');
+  if (o.runtime) note(`runtime: ${formatRuntime(o.runtime)}`);
+
+  const spec = localSpec(assign.spec, config);
+  await fs.writeFile(path.join(privateDir, 'spec.json'), JSON.stringify(spec), { mode: 0o600 });
+  return {
+    workspace: realpathSync(workspace),
+    privateDir: realpathSync(privateDir),
+    specPath: path.join(realpathSync(privateDir), 'spec.json'),
+    spec,
+  };
+}
+
+/** Fetches the submission with the one-time URL, checks its sha256 and unpacks it into the workspace. */
+async function fetchSubmission(
+  submission: NonNullable<RunAssign['submission']>,
+  config: AgentConfig,
+  workspace: string,
+  note: (text: string) => void,
+): Promise<void> {
+  const url = new URL(submission.url, config.apiUrl);
   const res = await fetch(url, { headers: { 'X-Agent-Token': config.token } });
   if (!res.ok) throw new Error(`download failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
   const bytes = Buffer.from(await res.arrayBuffer());
   const sha = createHash('sha256').update(bytes).digest('hex');
-  if (sha !== assign.submission.sha256)
-    throw new Error(`the download's sha256 ${sha} is not the submission's ${assign.submission.sha256}`);
+  if (sha !== submission.sha256)
+    throw new Error(`the download's sha256 ${sha} is not the submission's ${submission.sha256}`);
 
-  if (assign.submission.kind === 'archive') {
+  if (submission.kind === 'archive') {
     const verdict = await validateArchive(bytes);
     if (!verdict.ok || !verdict.files) {
       const problems = verdict.verdicts
@@ -66,16 +89,6 @@ export async function prepareRun(o: {
   } else {
     await fs.writeFile(path.join(workspace, 'submission.py'), bytes, { flag: 'wx' });
   }
-  if (o.runtime) note(`runtime: ${formatRuntime(o.runtime)}`);
-
-  const spec = localSpec(assign.spec, config);
-  await fs.writeFile(path.join(privateDir, 'spec.json'), JSON.stringify(spec), { mode: 0o600 });
-  return {
-    workspace: realpathSync(workspace),
-    privateDir: realpathSync(privateDir),
-    specPath: path.join(realpathSync(privateDir), 'spec.json'),
-    spec,
-  };
 }
 
 /** The spec with this box's paths: the agent's model map, the checkout's baseline engine. */

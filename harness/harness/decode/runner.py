@@ -18,6 +18,10 @@ Flow of one run (all in the trusted parent; engines run in untrusted children, s
     only where its logit is within checks.logitTolerance of the row's max. After a tie-accepted
     divergence, later tokens are judged against the candidate's own prefix, which is what the
     teacher-forced pass does.
+ Baseline re-measures (mode "baseline", an organizer's request; no submission): only the trusted
+    baseline engine runs, in its own child: warm-ups, then samplesPerWorkload (at least 10) timed
+    samples per workload; its tokens must pass the reference model; the result carries the medians
+    (`baseline`: hardware key, samples, workloads), which the hub caches under that key. No score.
  5. Memory (the candidate's child only), latency and timing stability of the paired ratios
     (official), then the score: 100 × geometric mean over workloads of the speed-up, which is the
     median over pairs of baseline totalMs ÷ candidate totalMs (official) or the cached baseline's
@@ -309,8 +313,38 @@ class DecodeRun:
 
     # -- the run -------------------------------------------------------------------------------
 
+    def remeasure(self) -> None:
+        """Baseline re-measure: the trusted baseline engine alone, its medians in the result."""
+        spec, events = self.spec, self.events
+        self.reference = open_reference(spec["model"])
+        machine = hardware_name()
+        hardware = hardware_key(machine)
+        n = spec["samplesPerWorkload"]
+        events.log(f"baseline re-measure: {spec['benchmark']}, {len(spec['workloads'])} workload(s), {n} timed samples each, "
+                   f"hardware {machine} (baseline key {hardware!r}); no submission runs")
+        try:
+            records = self.measure(spec["baselineEngine"], "baseline", n)
+        except EngineFailure as exc:
+            raise HarnessFailure("harness_error", f"The baseline engine failed ({exc.code}): {exc.message}", exc.detail)
+        # Its tokens must be the reference model's, as when they serve as an official run's reference.
+        self.verify({}, records)
+        for key in ("sequencesOffBaseline", "maxAcceptedLogitDeficit"):  # figures of a candidate: none here
+            self.metrics.pop(key, None)
+        workloads = self.baseline_figures(records)
+        self.summarise(records, {"workloads": workloads})
+        for s in self.summaries:
+            s["speedup"] = None  # no candidate: nothing is compared
+        self.check("output", True, f"every token of the baseline's {sum(len(r) for r in records.values())} sample(s) is the reference model's greedy choice")
+        text = f"Baseline re-measured on {hardware}: medians of {n} timed samples per workload (no score; the hub caches them for this hardware)"
+        events.log(f"verdict: succeeded. {text}")
+        events.result("succeeded", text, None, None, self.summaries, self.metrics,
+                      baseline={"hardware": hardware, "samples": n, "workloads": workloads})
+
     def run(self) -> None:
         spec, events = self.spec, self.events
+        if spec["mode"] == "baseline":
+            self.remeasure()
+            return
         official = spec["mode"] == "official"
         violation = check_submission_files(self.submission_dir)
         if violation:

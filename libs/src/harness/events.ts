@@ -67,17 +67,30 @@ export const HarnessCheckEvent = z.object({
  * whose baseline is measured paired with the candidate (`paired: true`); a public run's own
  * baseline measurement (`paired: false`) is never cached.
  */
+const BaselineMedians = z.record(
+  z.string(),
+  z.object({ totalMs: z.number().positive(), ttftMs: z.number().nonnegative(), tpotMs: z.number().nonnegative() }),
+);
+
 export const HarnessBaselineEvent = z.object({
   type: z.literal('baseline'),
   hardware: z.string(),
   paired: z.boolean().optional(),
   /** Timed samples per workload behind each median. */
   samples: z.number().int().positive().optional(),
-  workloads: z.record(
-    z.string(),
-    z.object({ totalMs: z.number().positive(), ttftMs: z.number().nonnegative(), tpotMs: z.number().nonnegative() }),
-  ),
+  workloads: BaselineMedians,
 });
+
+/**
+ * A baseline re-measure's figures (spec mode `baseline`), in its result: the medians of the trusted
+ * baseline engine alone, `samples` timed samples per workload, on the machine whose key is `hardware`.
+ */
+export const MeasuredBaseline = z.object({
+  hardware: z.string(),
+  samples: z.number().int().positive(),
+  workloads: BaselineMedians,
+});
+export type MeasuredBaseline = z.infer<typeof MeasuredBaseline>;
 
 export const WorkloadSummary = z.object({
   workload: z.string(),
@@ -125,6 +138,8 @@ export const HarnessResultEvent = z.object({
   pairs: z.number().int().positive().optional(),
   /** Decode, public: one unpaired sample against the cached baseline, feedback only. */
   indicative: z.boolean().optional(),
+  /** Decode, baseline re-measure (spec mode `baseline`), succeeded: the medians the hub caches. */
+  baseline: MeasuredBaseline.optional(),
 });
 
 /**

@@ -68,7 +68,12 @@ export type BaselineFigures = z.infer<typeof BaselineFigures>;
 export const DecodeSpec = z.object({
   kind: z.literal('decode'),
   benchmark: z.string(),
-  mode: z.enum(['public', 'official']),
+  /**
+   * `baseline`: an organizer's re-measure. No submission: the harness times only the trusted
+   * baseline engine, in its own child, `samplesPerWorkload` timed samples per workload, and reports
+   * the medians in its result (`baseline`); the hub caches them under the run's hardware key.
+   */
+  mode: z.enum(['public', 'official', 'baseline']),
   rulesVersion: z.number().int().positive(),
   /** `toy` (pure-Python toy model) or `qwen3` (Transformers). */
   model: z.object({ family: z.enum(['toy', 'qwen3']), path: z.string() }),

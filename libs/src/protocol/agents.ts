@@ -104,15 +104,19 @@ export const SimpleAck = z.object({ ok: z.boolean(), error: z.string().optional(
 export const RunAssign = z.object({
   runId: z.string(),
   benchmarkId: z.string(),
-  mode: z.enum(['public', 'official']),
+  /** `baseline`: an organizer's re-measure of the baseline engine alone (no submission). */
+  mode: z.enum(['public', 'official', 'baseline']),
   slot: z.number().int().nonnegative(),
-  submission: z.object({
-    /** One-time download URL (relative to the API URL). */
-    url: z.string(),
-    sha256: z.string().regex(/^[0-9a-f]{64}$/),
-    kind: z.enum(['archive', 'file']),
-    filename: z.string(),
-  }),
+  /** Null for a baseline re-measure: nothing to download, the harness gets an empty workspace. */
+  submission: z
+    .object({
+      /** One-time download URL (relative to the API URL). */
+      url: z.string(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      kind: z.enum(['archive', 'file']),
+      filename: z.string(),
+    })
+    .nullable(),
   spec: HarnessSpec,
   /** Whole-run deadline, epoch milliseconds. */
   deadlineAt: z.number(),

@@ -104,6 +104,65 @@ export type MyBanView = z.infer<typeof MyBanView>;
 
 export const DisqualifyBody = z.object({ reason: Reason }).strict();
 
+/** The fewest and the most timed baseline samples per workload an organizer's re-measure may ask for. */
+export const REMEASURE_MIN_SAMPLES = 10;
+export const REMEASURE_MAX_SAMPLES = 50;
+
+/**
+ * POST /api/admin/benchmarks/:id/baselines/remeasure: queue a measurement of the trusted baseline
+ * engine alone on one hardware key (a GPU model name as the agents report it, or "cpu"); when it
+ * succeeds the hub's cached baseline for that key is replaced by its medians.
+ */
+export const BaselineRemeasureBody = z
+  .object({
+    /** The hardware key; may be left out when the agents that can run the benchmark have one. */
+    hardware: z.string().trim().min(1).max(200).optional(),
+    samples: z.coerce
+      .number()
+      .int()
+      .min(REMEASURE_MIN_SAMPLES, `at least ${REMEASURE_MIN_SAMPLES} timed samples per workload`)
+      .max(REMEASURE_MAX_SAMPLES, `at most ${REMEASURE_MAX_SAMPLES} timed samples per workload`)
+      .default(REMEASURE_MIN_SAMPLES),
+    reason: Reason,
+  })
+  .strict();
+export type BaselineRemeasureBody = z.infer<typeof BaselineRemeasureBody>;
+
+/** One baseline re-measure (a run of mode `baseline`) as the organizer's console shows it. */
+export const BaselineRemeasureView = z.object({
+  runId: z.string(),
+  hardware: z.string(),
+  samples: z.number().int(),
+  rulesVersion: z.number().int(),
+  status: RunStatus,
+  failureCode: FailureCode.nullable(),
+  message: z.string().nullable(),
+  agentName: z.string().nullable(),
+  requestedBy: z.string(),
+  createdAt: z.string(),
+  finishedAt: z.string().nullable(),
+});
+export type BaselineRemeasureView = z.infer<typeof BaselineRemeasureView>;
+
+/** GET /api/admin/benchmarks/:id/baselines: the cached baselines and the latest re-measures. */
+export const BaselinesView = z.object({
+  benchmarkId: z.string(),
+  rulesVersion: z.number().int(),
+  cached: z.array(
+    z.object({
+      hardware: z.string(),
+      rulesVersion: z.number().int(),
+      measuredAt: z.string(),
+      workloads: z.record(
+        z.string(),
+        z.object({ totalMs: z.number(), ttftMs: z.number(), tpotMs: z.number() }),
+      ),
+    }),
+  ),
+  remeasures: z.array(BaselineRemeasureView),
+});
+export type BaselinesView = z.infer<typeof BaselinesView>;
+
 export const AdminRunView = RunView.extend({
   teamName: z.string(),
   teamSlug: z.string(),

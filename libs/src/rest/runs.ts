@@ -10,6 +10,13 @@ import {
 /** REST bodies for submissions, runs, logs, results, ranks and leaderboards. */
 export const RunMode = z.enum(['public', 'official']);
 export type RunMode = z.infer<typeof RunMode>;
+/**
+ * What a run is: a team's public or official run, or `baseline`: an organizer's re-measure of the
+ * trusted baseline engine alone (no submission, no team, no score; it only writes the cached
+ * baseline of one hardware key, POST /api/admin/benchmarks/:id/baselines/remeasure).
+ */
+export const RunKindMode = z.enum(['public', 'official', 'baseline']);
+export type RunKindMode = z.infer<typeof RunKindMode>;
 export const RunStatus = z.enum(['queued', 'assigned', 'running', 'succeeded', 'failed', 'canceled']);
 export type RunStatus = z.infer<typeof RunStatus>;
 export const TERMINAL_STATUSES: RunStatus[] = ['succeeded', 'failed', 'canceled'];
@@ -107,12 +114,14 @@ export type QueueSummary = z.infer<typeof QueueSummary>;
 
 export const RunView = z.object({
   id: z.string(),
-  submissionId: z.string(),
+  /** Null for a baseline re-measure (mode `baseline`), which runs no submission. */
+  submissionId: z.string().nullable(),
   submissionName: z.string(),
   benchmarkId: z.string(),
-  teamId: z.string(),
+  /** Null for a baseline re-measure: it belongs to no team. */
+  teamId: z.string().nullable(),
   createdBy: z.string(),
-  mode: RunMode,
+  mode: RunKindMode,
   tier: z.string().nullable(),
   dataset: z.string().nullable(),
   status: RunStatus,
@@ -241,7 +250,7 @@ export type LeaderboardView = z.infer<typeof LeaderboardView>;
 export const RankView = z.object({
   runId: z.string(),
   benchmarkId: z.string(),
-  mode: RunMode,
+  mode: RunKindMode,
   status: RunStatus,
   score: z.number().nullable(),
   interval: ScoreInterval.nullable(),

@@ -204,7 +204,8 @@ export class AgentsService implements OnApplicationBootstrap {
     agentId: string,
   ): Promise<{ run: RunEntity; submission: SubmissionEntity } | null> {
     const run = await this.queue.consumeDownloadToken(tokenHash, agentId);
-    if (!run) return null;
+    // A baseline re-measure has no submission (and its assignment carries no download URL).
+    if (!run?.submissionId) return null;
     const submission = await this.agents.findSubmission(run.submissionId);
     if (!submission) throw new Error(`submission ${run.submissionId} of run ${run.id} is missing`);
     return { run, submission };

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { agentFits, baselineKey, RunAssign, RunAssignAck } from '@dryft/libs';
-import type { AgentCapabilities, HarnessSpec } from '@dryft/libs';
+import type { AgentCapabilities, HarnessSpec, RunKindMode } from '@dryft/libs';
 import { hashToken } from '@dryft/libs/node';
 import { randomBytes } from 'node:crypto';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
@@ -30,13 +30,14 @@ function resources(slot: { gpus: string[] }): string[] {
 }
 
 /**
- * Which modes a free slot may take, given what runs on the agent: an official run never shares a
- * GPU (or, on a CPU agent, the machine) with another run, so timings are not disturbed.
+ * Which modes a free slot may take, given what runs on the agent: an official run (or a baseline
+ * re-measure, which is timed the same way) never shares a GPU (or, on a CPU agent, the machine)
+ * with another run, so timings are not disturbed. `allowOfficial` admits both.
  */
 export function slotModes(
   slot: { index: number; gpus: string[] },
   slots: { index: number; gpus: string[] }[],
-  active: { slot: number | null; mode: 'public' | 'official' }[],
+  active: { slot: number | null; mode: RunKindMode }[],
 ): { allowPublic: boolean; allowOfficial: boolean } {
   const mine = new Set(resources(slot));
   const overlapping = active.filter((r) => {
@@ -44,7 +45,7 @@ export function slotModes(
     return other ? resources(other).some((x) => mine.has(x)) : false;
   });
   return {
-    allowPublic: !overlapping.some((r) => r.mode === 'official'),
+    allowPublic: !overlapping.some((r) => r.mode !== 'public'),
     allowOfficial: overlapping.length === 0,
   };
 }
@@ -149,6 +150,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
           benchmarkIds,
           allowOfficial,
           allowPublic,
+          hardware: baselineKey(agent.capabilities.gpuModel ?? 'cpu'),
           downloadTokenHash: hashToken(token),
           now,
           leaseUntil: new Date(now.getTime() + this.config.AGENT_LEASE_SECONDS * 1000),
@@ -197,6 +199,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async submissionRef(run: RunEntity, token: string) {
+    if (run.submissionId === null) return null; // a baseline re-measure: nothing to download
     const submission = await this.repo.findSubmission(run.submissionId);
     if (!submission) throw new Error(`submission ${run.submissionId} of run ${run.id} is missing`);
     return {
@@ -210,7 +213,8 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   /** The stored spec, with the cached baseline for this hardware when one was measured. */
   private async specFor(run: RunEntity, caps: AgentCapabilities): Promise<HarnessSpec> {
     const spec = run.spec;
-    if (spec.kind !== 'decode') return spec;
+    // A baseline re-measure measures the baseline itself: it is never handed the cache.
+    if (spec.kind !== 'decode' || spec.mode === 'baseline') return spec;
     const hardware = baselineKey(caps.gpuModel ?? 'cpu');
     const baseline = await this.runsRepo.findBaseline(run.benchmarkId, hardware, run.rulesVersion);
     return { ...spec, baseline: baseline ?? spec.baseline ?? null };

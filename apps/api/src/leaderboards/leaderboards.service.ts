@@ -117,6 +117,8 @@ export class LeaderboardsService {
   }
 
   private ineligibility(run: RunEntity, b: EffectiveBenchmark): string | null {
+    if (run.mode === 'baseline')
+      return 'A baseline re-measure times the baseline engine alone: it has no score and never ranks.';
     if (run.mode !== 'official') {
       const ranked = b.kind === 'training' ? b.tiers.filter((t) => t.ranked).map((t) => t.title) : [];
       return ranked.length

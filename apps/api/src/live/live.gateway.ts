@@ -198,7 +198,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       }),
       this.bus.on('run.status', ({ run }) => {
         this.nsp.to(`run:${run.id}`).emit('run.status', { run });
-        this.nsp.to(`team:${run.teamId}`).emit('team.run', { run });
+        if (run.teamId) this.nsp.to(`team:${run.teamId}`).emit('team.run', { run });
       }),
       this.bus.on('run.sample', (p) => void toRun(p.runId).emit('run.sample', p)),
       this.bus.on('run.check', (p) => void toRun(p.runId).emit('run.check', p)),
@@ -414,13 +414,15 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const epoch = state.epoch;
       const run = await this.runsRepo.findById(runId).catch(orUnavailable(null));
       const organizer = principal.isAdmin && principal.via === 'session';
-      if (!run || !(organizer || (await this.isMember(principal, run.teamId))) || state.epoch !== epoch) {
+      // A baseline re-measure belongs to no team: organizers only.
+      const member = run?.teamId ? await this.isMember(principal, run.teamId) : false;
+      if (!run || !(organizer || member) || state.epoch !== epoch) {
         return refusal(
           'run_not_found',
           `No run ${runId} in your team; runs and their logs are visible to their team only.`,
         );
       }
-      state.runTeams.set(runId, run.teamId);
+      if (run.teamId) state.runTeams.set(runId, run.teamId);
       await socket.join(`run:${runId}`);
       const view = await this.runs.view(run);
       // The ack leaves first; the replay follows on the same socket, so it arrives after it.

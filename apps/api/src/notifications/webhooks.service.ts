@@ -98,10 +98,12 @@ export class WebhooksService implements OnApplicationBootstrap {
 
   private async onRunFinished(runId: string): Promise<void> {
     const run = await this.runs.viewById(runId);
-    if (!run) return;
-    const hooks = (await this.repo.listForTeam(run.teamId)).filter((h) => h.events.includes('run.finished'));
+    // A baseline re-measure belongs to no team: no team webhook hears of it.
+    if (!run?.teamId) return;
+    const teamId = run.teamId;
+    const hooks = (await this.repo.listForTeam(teamId)).filter((h) => h.events.includes('run.finished'));
     if (hooks.length === 0) return;
-    const team = (await this.teams.findById(run.teamId))!;
+    const team = (await this.teams.findById(teamId))!;
     await this.startWorker();
     await this.repo.dataSource.transaction(async (manager) => {
       for (const hook of hooks) {
@@ -116,7 +118,7 @@ export class WebhooksService implements OnApplicationBootstrap {
         await this.repo.insertDelivery(manager, {
           id,
           webhookId: hook.id,
-          teamId: run.teamId,
+          teamId,
           event: 'run.finished',
           runId,
           body: JSON.stringify(payload),

@@ -65,7 +65,8 @@ export class OrganizerRepository {
     before?: { createdAt: Date; id: string };
     limit: number;
   }): Promise<RunEntity[]> {
-    const qb = this.dataSource.getRepository(RunEntity).createQueryBuilder('r');
+    // Baseline re-measures are no team's runs: the benchmark's baselines view lists them.
+    const qb = this.dataSource.getRepository(RunEntity).createQueryBuilder('r').where("r.mode <> 'baseline'");
     if (opts.benchmarkId) qb.andWhere('r.benchmark_id = :b', { b: opts.benchmarkId });
     if (opts.status) qb.andWhere('r.status = :s', { s: opts.status });
     if (opts.failureCode) qb.andWhere('r.failure_code = :f', { f: opts.failureCode });

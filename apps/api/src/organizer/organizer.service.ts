@@ -110,12 +110,12 @@ export class OrganizerService {
     const ctx = await this.repo.runContext(page);
     const items = await Promise.all(
       page.map(async (r) => {
-        const team = ctx.teams.get(r.teamId);
+        const team = r.teamId ? ctx.teams.get(r.teamId) : undefined;
         return {
           ...(await this.runs.view(r)),
           teamName: team?.name ?? 'unknown',
           teamSlug: team?.slug ?? 'unknown',
-          submissionSha256: ctx.sha.get(r.submissionId) ?? '',
+          submissionSha256: (r.submissionId && ctx.sha.get(r.submissionId)) || '',
         };
       }),
     );

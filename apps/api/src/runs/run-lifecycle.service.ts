@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import type { RunFinishedAck } from '@dryft/libs';
 import type { z } from 'zod';
-import { TERMINAL_STATUSES, baselineKey, isUuid } from '@dryft/libs';
+import { REMEASURE_MIN_SAMPLES, TERMINAL_STATUSES, baselineKey, isUuid } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
@@ -203,7 +203,8 @@ export class RunLifecycleService {
       }
       case 'baseline':
         // Only an official run's baseline, measured paired with its candidate, becomes the cache
-        // public runs are scored against. A public run's own baseline measurement is never cached.
+        // public runs are scored against (and an organizer's re-measure, from its verdict: see
+        // `finish`). A public run's own baseline measurement is never cached.
         if (run.mode !== 'official' || event.paired !== true) {
           this.logger.log(`run ${runId}: baseline figures not cached (${run.mode}, unpaired)`);
           return;
@@ -254,6 +255,13 @@ export class RunLifecycleService {
       endLines = await this.runsService.storeEndOfLog(tx, run);
       const verdict = verdictOf(run, finished, this.clock.now());
       await this.queue.within(tx).finish(run.id, verdict);
+      // An organizer's baseline re-measure that succeeded replaces the cache of its one hardware key.
+      const measured = finished.result.baseline;
+      if (run.mode === 'baseline' && verdict.status === 'succeeded' && measured && run.hardware)
+        await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, {
+          hardware: run.hardware,
+          workloads: measured.workloads,
+        });
       Object.assign(run, verdict, { leaseExpiresAt: null });
       return { ack: { ok: true }, run };
     });
@@ -365,8 +373,14 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
   let scoreInterval = run.scoreInterval;
   let failureCode = run.failureCode;
   let message: string | null = r.message;
+  const remeasureFault = run.mode === 'baseline' ? remeasureProblem(run, finished) : null;
   if (finished.canceled) {
     status = 'canceled';
+  } else if (remeasureFault) {
+    status = 'failed';
+    failureCode = 'harness_error';
+    score = null;
+    message = remeasureFault;
   } else if (r.status === 'succeeded') {
     status = 'succeeded';
     score = r.score;
@@ -397,4 +411,24 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
     failureCode,
     quotaRefunded: refunded,
   };
+}
+
+/**
+ * Why a baseline re-measure that says it succeeded cannot be cached (null when it can): its figures
+ * must be there, on the run's own hardware key, from at least REMEASURE_MIN_SAMPLES timed samples
+ * per workload, for every workload of its spec.
+ */
+function remeasureProblem(run: RunEntity, finished: RunFinished): string | null {
+  const r = finished.result;
+  if (r.status !== 'succeeded') return null;
+  const m = r.baseline;
+  if (!m) return 'The baseline re-measure reported no baseline figures; nothing was cached.';
+  if (baselineKey(m.hardware) !== run.hardware)
+    return `The baseline was measured on ${m.hardware}, not on ${run.hardware} as requested; nothing was cached.`;
+  if (m.samples < REMEASURE_MIN_SAMPLES)
+    return `The baseline re-measure took ${m.samples} samples per workload, fewer than ${REMEASURE_MIN_SAMPLES}; nothing was cached.`;
+  const missing = run.spec.kind === 'decode' ? run.spec.workloads.filter((w) => !m.workloads[w.name]) : [];
+  if (missing.length)
+    return `The baseline re-measure has no figures for ${missing.map((w) => w.name).join(', ')}; nothing was cached.`;
+  return null;
 }

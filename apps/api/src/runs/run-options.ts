@@ -34,31 +34,13 @@ export function chooseRun(
         `${b.id} has no tiers or datasets; send only "mode" (public or official).`,
       );
     }
-    const official = input.mode === 'official';
     return {
       mode: input.mode,
       tier: null,
       dataset: null,
       quotaBucket: input.mode,
       dailyLimit: b.dailyLimits[input.mode] ?? null,
-      spec: {
-        kind: 'decode',
-        benchmark: b.id,
-        mode: input.mode,
-        rulesVersion: b.rulesVersion,
-        model: { family: b.model.family, path: b.model.path },
-        baselineEngine: b.baselineEngine,
-        workloads: official ? b.workloads.hidden : b.workloads.public,
-        // Official runs: the least pairs. Public runs time the candidate once per workload, and
-        // this is the baseline's sample count should no cached baseline exist (never cached then).
-        samplesPerWorkload: b.samples.official,
-        maxPairs: official ? b.samples.maxPairs : null,
-        targetHalfWidthPct: official ? b.samples.targetHalfWidthPct : null,
-        warmupSamples: b.samples.warmup,
-        limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
-        checks: b.checks,
-        baseline: null,
-      },
+      spec: decodeSpec(b, input.mode),
     };
   }
   const tierIds = b.tiers.map((t) => t.id).join(', ');
@@ -120,6 +102,49 @@ export function chooseRun(
       device: b.hardware.accelerator === 'gpu' ? 'cuda' : 'cpu',
       task,
     },
+  };
+}
+
+type DecodeBenchmark = Extract<EffectiveBenchmark, { kind: 'decode' }>;
+
+/**
+ * The harness spec of a decode run. Official: the hidden workloads, paired. Public: the public
+ * workloads. Baseline (an organizer's re-measure, `samples` timed samples of the baseline engine
+ * alone): public and hidden workloads both, so the cache it writes has the public workloads public
+ * runs are scored on as well as the hidden ones an official run's paired medians cover.
+ */
+export function decodeSpec(
+  b: DecodeBenchmark,
+  mode: 'public' | 'official' | 'baseline',
+  samples?: number,
+): Extract<HarnessSpec, { kind: 'decode' }> {
+  const official = mode === 'official';
+  const workloads =
+    mode === 'baseline'
+      ? [
+          ...b.workloads.public,
+          ...b.workloads.hidden.filter((h) => !b.workloads.public.some((p) => p.name === h.name)),
+        ]
+      : official
+        ? b.workloads.hidden
+        : b.workloads.public;
+  return {
+    kind: 'decode',
+    benchmark: b.id,
+    mode,
+    rulesVersion: b.rulesVersion,
+    model: { family: b.model.family, path: b.model.path },
+    baselineEngine: b.baselineEngine,
+    workloads,
+    // Official runs: the least pairs. Public runs time the candidate once per workload, and
+    // this is the baseline's sample count should no cached baseline exist (never cached then).
+    samplesPerWorkload: samples ?? b.samples.official,
+    maxPairs: official ? b.samples.maxPairs : null,
+    targetHalfWidthPct: official ? b.samples.targetHalfWidthPct : null,
+    warmupSamples: b.samples.warmup,
+    limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
+    checks: b.checks,
+    baseline: null,
   };
 }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { FailureCode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
+import type { FailureCode, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
 import { DataSource, In } from 'typeorm';
 import { returned } from '../common/sql';
 import { TransactionalRepository } from '../common/transactional-repository';
@@ -13,6 +13,8 @@ export interface ClaimRequest {
   benchmarkIds: string[];
   allowOfficial: boolean;
   allowPublic: boolean;
+  /** The agent's hardware key (`baselineKey`): a baseline re-measure goes only to its own key. */
+  hardware: string;
   downloadTokenHash: string;
   now: Date;
   leaseUntil: Date;
@@ -27,7 +29,7 @@ export interface ActiveRunRow {
   id: string;
   agentId: string | null;
   slot: number | null;
-  mode: 'public' | 'official';
+  mode: RunKindMode;
   status: string;
   lastBatchSeq: number;
 }
@@ -51,7 +53,7 @@ type ActiveRow = {
   id: string;
   agent_id: string | null;
   slot: number | null;
-  mode: 'public' | 'official';
+  mode: RunKindMode;
   status: string;
   last_batch_seq: number;
 };
@@ -86,16 +88,23 @@ export class RunQueue extends TransactionalRepository {
    * row another transaction is claiming is skipped, never claimed twice. Fairness: the team with the
    * fewest runs in progress goes first, then the team served least recently (so a burst from one
    * team alternates with everyone else's runs instead of starving them on a one-slot agent), then
-   * the oldest run. The deadline counts from assignment, with the limit in force.
+   * the oldest run. A baseline re-measure (mode `baseline`) takes a slot only where an official run
+   * could (it never shares a GPU), only on an agent of its hardware key, and before team runs. The
+   * deadline counts from assignment, with the limit in force.
    */
   async markAssigned(req: ClaimRequest): Promise<RunEntity | null> {
     if (req.benchmarkIds.length === 0 || (!req.allowOfficial && !req.allowPublic)) return null;
-    const modes = [...(req.allowPublic ? ['public'] : []), ...(req.allowOfficial ? ['official'] : [])];
+    const modes = [
+      ...(req.allowPublic ? ['public'] : []),
+      ...(req.allowOfficial ? ['official', 'baseline'] : []),
+    ];
     const raw = await this.manager.query(
       `WITH candidate AS (
          SELECT r.id FROM runs r
-          WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)${req.only ? ' AND r.id = $9' : ''}
-          ORDER BY (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')),
+          WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)
+            AND (r.hardware IS NULL OR r.hardware = $9)${req.only ? ' AND r.id = $10' : ''}
+          ORDER BY r.mode = 'baseline' DESC,
+                   (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')),
                    (SELECT max(s.assigned_at) FROM runs s WHERE s.team_id = r.team_id) ASC NULLS FIRST,
                    r.created_at, r.id
           LIMIT 1
@@ -115,6 +124,7 @@ export class RunQueue extends TransactionalRepository {
         req.now,
         req.leaseUntil,
         req.downloadTokenHash,
+        req.hardware,
         ...(req.only ? [req.only] : []),
       ],
     );

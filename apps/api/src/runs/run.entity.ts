@@ -1,9 +1,9 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import type {
   FailureCode,
   HarnessSpec,
   LogLine,
-  RunMode,
+  RunKindMode,
   RunStatus,
   ScoreInterval,
   WorkloadSummary,
@@ -18,10 +18,17 @@ export interface LogTail {
 }
 
 /**
- * One evaluation of a submission. States: queued → assigned → running → succeeded | failed | canceled.
- * The agent's batches are numbered; `lastBatchSeq` is what the server has stored (dedup key).
+ * One evaluation of a submission, or (mode `baseline`) an organizer's re-measure of the trusted
+ * baseline engine on one hardware key, which has no submission and no team. States: queued →
+ * assigned → running → succeeded | failed | canceled. The agent's batches are numbered;
+ * `lastBatchSeq` is what the server has stored (dedup key).
  */
 @Entity('runs')
+@Check('CHK_runs_owner', "mode = 'baseline' OR (submission_id IS NOT NULL AND team_id IS NOT NULL)")
+@Index('IDX_runs_one_remeasure', ['benchmarkId', 'hardware'], {
+  unique: true,
+  where: "mode = 'baseline' AND status IN ('queued', 'assigned', 'running')",
+})
 @Index('IDX_runs_status_created', ['status', 'createdAt'])
 @Index('IDX_runs_team_created', ['teamId', 'createdAt'])
 @Index('IDX_runs_benchmark_board', ['benchmarkId', 'mode', 'status'])
@@ -29,20 +36,29 @@ export class RunEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
 
-  @Column({ name: 'submission_id', type: 'uuid' })
-  submissionId!: string;
+  /** Null only for a baseline re-measure (mode `baseline`). */
+  @Column({ name: 'submission_id', type: 'uuid', nullable: true })
+  submissionId!: string | null;
 
   @Column({ name: 'benchmark_id', type: 'text' })
   benchmarkId!: string;
 
-  @Column({ name: 'team_id', type: 'uuid' })
-  teamId!: string;
+  /** Null only for a baseline re-measure (mode `baseline`). */
+  @Column({ name: 'team_id', type: 'uuid', nullable: true })
+  teamId!: string | null;
 
   @Column({ name: 'created_by', type: 'uuid' })
   createdBy!: string;
 
   @Column({ type: 'text' })
-  mode!: RunMode;
+  mode!: RunKindMode;
+
+  /**
+   * Baseline re-measures: the hardware key (GPU model name, or "cpu") the run must be measured on;
+   * only an agent whose key it is takes it, and only its figures under that key are cached.
+   */
+  @Column({ type: 'text', nullable: true })
+  hardware!: string | null;
 
   @Column({ type: 'text', nullable: true })
   tier!: string | null;

@@ -12,13 +12,21 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import type { Response } from 'express';
-import type { LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
+import type { BaselinesView, LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
 import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
 import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
-import { CancelRunDto, CreateRunDto, LogsQueryDto, QuotaQueryDto, RunsListQueryDto } from './dto';
+import { BaselineRemeasureService } from './baseline-remeasure.service';
+import {
+  BaselineRemeasureDto,
+  CancelRunDto,
+  CreateRunDto,
+  LogsQueryDto,
+  QuotaQueryDto,
+  RunsListQueryDto,
+} from './dto';
 import { RunsService } from './runs.service';
 
 @Controller()
@@ -27,6 +35,7 @@ export class RunsController {
     private readonly runs: RunsService,
     private readonly leaderboards: LeaderboardsService,
     private readonly audit: AuditService,
+    private readonly remeasures: BaselineRemeasureService,
   ) {}
 
   /** Starts a run; send an Idempotency-Key and reuse it when retrying an uncertain request. */
@@ -122,5 +131,23 @@ export class RunsController {
       details: { hardware: hardware ?? null, deleted },
     });
     return { deleted };
+  }
+
+  /** Organizers: the cached baselines of a benchmark and its latest baseline re-measures. */
+  @UseGuards(AdminGuard)
+  @Get('api/admin/benchmarks/:id/baselines')
+  baselines(@Param('id') id: string): Promise<BaselinesView> {
+    return this.remeasures.list(id);
+  }
+
+  /** Organizers: queue a re-measure of the baseline engine alone on one hardware key (replaces its cache). */
+  @UseGuards(AdminGuard)
+  @Post('api/admin/benchmarks/:id/baselines/remeasure')
+  async queueRemeasure(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id') id: string,
+    @Body() body: BaselineRemeasureDto,
+  ): Promise<{ run: RunView }> {
+    return { run: await this.remeasures.queue(principal, id, body) };
   }
 }

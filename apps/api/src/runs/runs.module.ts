@@ -4,6 +4,7 @@ import { LeaderboardsModule } from '../leaderboards/leaderboards.module';
 import { SubmissionsModule } from '../submissions/submissions.module';
 import { TeamsModule } from '../teams/teams.module';
 import { UsersModule } from '../users/users.module';
+import { BaselineRemeasureService } from './baseline-remeasure.service';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunQueue } from './run-queue';
@@ -18,6 +19,7 @@ import { WaitingService } from './waiting.service';
   controllers: [RunsController, StorageController],
   providers: [
     RunsService,
+    BaselineRemeasureService,
     RunLifecycleService,
     RunsRepository,
     RunQueue,

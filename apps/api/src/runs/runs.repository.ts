@@ -179,6 +179,7 @@ export class RunsRepository extends TransactionalRepository {
     const qb = this.manager
       .createQueryBuilder(RunEntity, 'r')
       .where(`r.status IN ('queued', 'assigned')`)
+      .andWhere(`r.mode <> 'baseline'`)
       .andWhere(opts.userId ? 'r.created_by = :who' : 'r.team_id = :who', {
         who: opts.userId ?? opts.teamId,
       });
@@ -266,6 +267,29 @@ export class RunsRepository extends TransactionalRepository {
   ): Promise<BaselineFigures | null> {
     const row = await this.manager.findOneBy(BaselineEntity, { benchmarkId, hardware, rulesVersion });
     return row?.figures ?? null;
+  }
+
+  /** Every cached baseline of a benchmark (all hardware keys and rules versions), newest first. */
+  listBaselines(benchmarkId: string): Promise<BaselineEntity[]> {
+    return this.manager.find(BaselineEntity, { where: { benchmarkId }, order: { measuredAt: 'DESC' } });
+  }
+
+  /** The unfinished baseline re-measure of a benchmark on a hardware key, if any. */
+  pendingRemeasure(benchmarkId: string, hardware: string): Promise<RunEntity | null> {
+    return this.manager
+      .createQueryBuilder(RunEntity, 'r')
+      .where(`r.mode = 'baseline' AND r.status IN ('queued', 'assigned', 'running')`)
+      .andWhere('r.benchmark_id = :benchmarkId AND r.hardware = :hardware', { benchmarkId, hardware })
+      .getOne();
+  }
+
+  /** A benchmark's latest baseline re-measures, newest first. */
+  listRemeasures(benchmarkId: string, limit: number): Promise<RunEntity[]> {
+    return this.manager.find(RunEntity, {
+      where: { benchmarkId, mode: 'baseline' },
+      order: { createdAt: 'DESC', id: 'DESC' },
+      take: limit,
+    });
   }
 
   async deleteBaselines(benchmarkId: string, hardware?: string): Promise<number> {

@@ -300,6 +300,11 @@ export class RunsService implements OnModuleInit {
     if (!run) throw missing();
     // Organizers signed in to the web read every run (the console's run page, logs included).
     if (action === 'read' && principal.isAdmin && principal.via === 'session') return run;
+    // A baseline re-measure belongs to no team: organizers read and cancel it, nobody else sees it.
+    if (!run.teamId) {
+      if (principal.isAdmin) return run;
+      throw missing();
+    }
     try {
       await this.teams.authorize(principal, run.teamId, action);
     } catch (err) {
@@ -321,12 +326,16 @@ export class RunsService implements OnModuleInit {
 
   async view(run: RunEntity): Promise<RunView> {
     const [submission, creator, position] = await Promise.all([
-      this.submissions.findById(run.submissionId),
+      run.submissionId ? this.submissions.findById(run.submissionId) : null,
       this.users.findById(run.createdBy),
       this.runs.queuePosition(run),
     ]);
     return runView(run, {
-      submissionName: submission ? `${submission.sourceName} #${submission.number}` : 'unknown',
+      submissionName: submission
+        ? `${submission.sourceName} #${submission.number}`
+        : run.mode === 'baseline'
+          ? `baseline re-measure (${run.hardware})`
+          : 'unknown',
       createdBy: creator?.login ?? 'unknown',
       queuePosition: position,
       waiting: position !== null ? await this.waiting.forRun(run, position) : null,

@@ -79,6 +79,7 @@ export const aRun = (over: Partial<RunEntity> = {}): RunEntity =>
     teamId: randomUUID(),
     createdBy: randomUUID(),
     mode: 'public',
+    hardware: null,
     tier: null,
     dataset: null,
     status: 'assigned',

@@ -6,6 +6,7 @@ import { RulesChangedAt1796042021934 } from './1796042021934-RulesChangedAt';
 import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import { LeaseLost1796100000000 } from './1796100000000-LeaseLost';
 import { LogCap1796100000001 } from './1796100000001-LogCap';
+import { BaselineRemeasure1796100000002 } from './1796100000002-BaselineRemeasure';
 import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
@@ -23,4 +24,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   TeamWebhooks1796042501049,
   LeaseLost1796100000000,
   LogCap1796100000001,
+  BaselineRemeasure1796100000002,
 ];
