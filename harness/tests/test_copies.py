@@ -7,7 +7,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 COPIES = [
     # The fast Qwen example reads safetensors without the package, exactly as the harness does.
-    ("harness/harness/models/safetensors_io.py", "starters/qwen3-4b-decode/examples/fast/st_io.py"),
+    ("harness/harness/decode/models/safetensors_io.py", "starters/qwen3-4b-decode/examples/fast/st_io.py"),
 ]
 
 

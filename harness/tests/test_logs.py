@@ -16,7 +16,7 @@ def test_relative_to_submission_hides_the_agent_folders():
     sub = "/srv/dryft/.data/agent-work/runs/0f0e-1234/workspace"
     tb = (
         'Traceback (most recent call last):\n'
-        f'  File "{HARNESS_ROOT}/harness/child.py", line 160, in main\n'
+        f'  File "{HARNESS_ROOT}/harness/decode/child.py", line 160, in main\n'
         f'  File "{sub}/engine.py", line 7, in generate\n'
         f'  File "{sub}/kernels/attn.py", line 3, in attend\n'
         f"FileNotFoundError: [Errno 2] No such file or directory: '{sub}'\n"
@@ -25,7 +25,7 @@ def test_relative_to_submission_hides_the_agent_folders():
         '  File "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", line 1194, in _call_impl\n'
     )
     out = relative_to_submission(tb, sub)
-    assert 'File "<harness>/harness/child.py"' in out
+    assert 'File "<harness>/harness/decode/child.py"' in out
     assert 'File "engine.py", line 7' in out and 'File "kernels/attn.py", line 3' in out
     assert "No such file or directory: '.'" in out
     assert 'File "engine.py", line 1' in out  # a workspace mapped elsewhere

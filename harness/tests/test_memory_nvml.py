@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from harness import memory
+from harness.decode import memory
 
 
 class _Mem:

@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 from conftest import HARNESS, QWEN_FAST, REPO, run_harness  # noqa: E402
 
 sys.path.insert(0, str(HARNESS))
-from harness.models import safetensors_io  # noqa: E402
-from harness.models.qwen3 import Qwen3Reference, save_tiny_qwen3  # noqa: E402
+from harness.decode.models import safetensors_io  # noqa: E402
+from harness.decode.models.qwen3 import Qwen3Reference, save_tiny_qwen3  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import time
 from conftest import TOY_BASELINE, TOY_FAST, TOY_MODEL, HARNESS, run_harness, toy_spec
 
 sys.path.insert(0, str(HARNESS))
-from harness.models.toy import ToyReference, generate, load  # noqa: E402
+from harness.decode.models.toy import ToyReference, generate, load  # noqa: E402
 
 PUBLIC_WORKLOADS = [
     {"name": "short", "batchSize": 4, "promptLength": 64, "maxNewTokens": 24, "seed": 11},

@@ -11,6 +11,7 @@ export * from './archive/python';
 export * from './rest/accounts';
 export * from './rest/runs';
 export * from './rest/queries';
+export * from './protocol/ack';
 export * from './protocol/agents';
 export * from './protocol/live';
 export * from './rest/github';

@@ -244,10 +244,10 @@ describe('Python 3.11 syntax check, CPython as the oracle', () => {
   it('agrees with CPython on 750 mutants of real files: no false refusal, no miss', () => {
     const files = [
       'harness/harness/training/runner.py',
-      'harness/harness/engineproc.py',
+      'harness/harness/decode/engineproc.py',
       'starters/deep-recurrence/submission.py',
       'harness/harness/training/tasks.py',
-      'harness/harness/child.py',
+      'harness/harness/decode/child.py',
     ];
     let seed = 7;
     const rnd = (n: number) => {

@@ -104,14 +104,21 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     expect((await fetch(url, { headers: { 'x-agent-token': a.token } })).status).toBe(410);
 
     // Malformed and unknown events are refused with an error; the connection stays usable.
-    expect((await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 'one' })).ok).toBe(false);
-    expect((await a.socket.emitWithAck('run.explode', {})).ok).toBe(false);
+    expect(await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 'one' })).toMatchObject({
+      ok: false,
+      final: true,
+      error: { code: 'invalid_payload' },
+    });
+    expect(await a.socket.emitWithAck('run.explode', {})).toMatchObject({
+      ok: false,
+      error: { code: 'unknown_event', message: 'Unknown event "run.explode".' },
+    });
     expect((await a.socket.emitWithAck('run.started', { runId: run.id })).ok).toBe(true);
     // A batch beyond the next is refused with what is stored; a resend is acked without storing.
     const line = (n: number) => ({ type: 'log', n, ts: Date.now(), stream: 'out', text: `line ${n}` });
     expect(
       await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 2, entries: [line(2)] }),
-    ).toMatchObject({ ok: false, ackedSeq: 0 });
+    ).toMatchObject({ ok: false, ackedSeq: 0, error: { code: 'batch_out_of_order' } });
     expect(
       await a.socket.emitWithAck('run.batch', { runId: run.id, seq: 1, entries: [line(1)] }),
     ).toMatchObject({ ok: true, ackedSeq: 1 });

@@ -130,7 +130,7 @@ describe('/agents: a message the server will never accept gets a final refusal',
     await hub?.close();
   });
 
-  const final = { ok: false, final: true, code: 'invalid_payload' };
+  const final = { ok: false, final: true, error: { code: 'invalid_payload' } };
   const result = {
     type: 'result',
     status: 'succeeded',
@@ -150,8 +150,8 @@ describe('/agents: a message the server will never accept gets a final refusal',
   ])('%s with a bad payload is refused for good, saying what is wrong', async (event, payload) => {
     const ack = await socket.timeout(10_000).emitWithAck(event, payload);
     expect(ack).toMatchObject(final);
-    expect(ack.error).toMatch(/do not resend/);
-    expect(ack.error).toMatch(/runId|seq/);
+    expect(ack.error.message).toMatch(/do not resend/);
+    expect(ack.error.message).toMatch(/runId|seq/);
   });
 
   it('agent.ready and heartbeats with a bad run id answer normally: that run is not kept', async () => {

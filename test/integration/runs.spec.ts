@@ -209,12 +209,12 @@ describe('runs, results and leaderboards through the REST API', () => {
     expect(await lifecycle.storeBatch(run.id, agent.id, batch)).toEqual({ ok: true, ackedSeq: 1 });
     expect(await lifecycle.storeBatch(run.id, agent.id, batch)).toEqual({ ok: true, ackedSeq: 1 });
     const gap = await lifecycle.storeBatch(run.id, agent.id, { ...batch, seq: 3 });
-    expect(gap).toMatchObject({ ok: false, ackedSeq: 1 });
+    expect(gap).toMatchObject({ ok: false, ackedSeq: 1, error: { code: 'batch_out_of_order' } });
     const other = await lifecycle.storeBatch(run.id, '00000000-0000-0000-0000-000000000000', {
       ...batch,
       seq: 2,
     });
-    expect(other).toMatchObject({ ok: false, stop: true });
+    expect(other).toMatchObject({ ok: false, stop: true, error: { code: 'run_not_assigned' } });
     const logs = await alice.get(`/api/runs/${run.id}/logs`);
     expect(logs.body.items.map((l: { text: string }) => l.text)).toEqual(['once']);
   });

@@ -1,5 +1,5 @@
 import { io, Socket } from 'socket.io-client';
-import { AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
+import { Ack, AgentReadyAck, BatchAck, RunAssign } from '@dryft/libs';
 import type { AgentCapabilities, BatchEntry, HarnessEvent, HarnessResultEvent } from '@dryft/libs';
 
 /** A steady run: `lines` log lines, one batch each, `intervalMs` apart, then a verdict. */
@@ -209,14 +209,16 @@ export class FakeAgent {
       await new Promise((r) => setTimeout(r, script.intervalMs));
     }
     for (;;) {
-      const ack = (await this.send('run.finished', {
-        runId,
-        lastSeq: batches,
-        canceled: false,
-        exitCode: 0,
-        result: { type: 'result', ...this.result, workloads: [], metrics: {} },
-      })) as { ok?: boolean };
-      if (ack?.ok) break;
+      const ack = Ack.safeParse(
+        await this.send('run.finished', {
+          runId,
+          lastSeq: batches,
+          canceled: false,
+          exitCode: 0,
+          result: { type: 'result', ...this.result, workloads: [], metrics: {} },
+        }),
+      );
+      if (ack.success && ack.data.ok) break;
       await new Promise((r) => setTimeout(r, 300));
     }
     this.playing = null;

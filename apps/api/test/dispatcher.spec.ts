@@ -8,7 +8,7 @@ import type { BenchmarkRegistry } from '../src/benchmarks/benchmark-registry';
 import { Clock } from '../src/common/clock';
 import type { EventBus } from '../src/common/event-bus';
 import type { Config } from '../src/config/config';
-import type { SocketServer } from '../src/live/socket-server';
+import type { SocketServer } from '../src/socket/socket-server';
 import type { RunEntity } from '../src/runs/run.entity';
 import type { ActiveRunRow, ClaimRequest, RunQueue } from '../src/runs/run-queue';
 import type { RunsRepository } from '../src/runs/runs.repository';

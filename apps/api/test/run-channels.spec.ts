@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
-import type { LiveNamespace as Namespace, LiveSocket as Socket } from '../src/live/socket-server';
+import type { LiveNamespace as Namespace, LiveSocket as Socket } from '../src/socket/socket-server';
 import { RunChannels } from '../src/live/run-channels';
 
 const RUN = 'run-1';

@@ -138,8 +138,8 @@ describe('RunLifecycleService: batches are stored exactly once, in order', () =>
     const run = aRun({ status: 'running', lastBatchSeq: 3 });
     const { service, calls } = lifecycle([run]);
     const ack = await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 5, 9, 1));
-    expect(ack).toMatchObject({ ok: false, ackedSeq: 3 });
-    expect(ack.error).toContain('Expected batch 4');
+    expect(ack).toMatchObject({ ok: false, ackedSeq: 3, error: { code: 'batch_out_of_order' } });
+    expect(ack.error?.message).toContain('Expected batch 4');
     expect(calls).toEqual([]);
   });
 
@@ -150,6 +150,7 @@ describe('RunLifecycleService: batches are stored exactly once, in order', () =>
     expect(await service.storeBatch(run.id, randomUUID(), logBatch(run.id, 1, 1, 1))).toMatchObject({
       ok: false,
       stop: true,
+      error: { code: 'run_not_assigned' },
     });
     expect(await service.storeBatch(ended.id, ended.agentId!, logBatch(ended.id, 3, 1, 1))).toEqual({
       ok: true,
@@ -200,9 +201,13 @@ describe('RunLifecycleService: the verdict is applied once', () => {
     const { service, calls } = lifecycle([run]);
     const early = await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 3 }));
     expect(early.ok).toBe(false);
-    expect(early.error).toContain('Batches up to 3 are not all stored (have 1)');
+    expect(early.error?.code).toBe('batches_missing');
+    expect(early.error?.message).toContain('Batches up to 3 are not all stored (have 1)');
     const stranger = await service.finish(run.id, randomUUID(), finished(run.id, { lastSeq: 1 }));
-    expect(stranger).toEqual({ ok: false, error: 'This run is not assigned to this agent.' });
+    expect(stranger).toEqual({
+      ok: false,
+      error: { code: 'run_not_assigned', message: 'This run is not assigned to this agent.' },
+    });
     expect(calls).toEqual([]);
   });
 });

@@ -1,17 +1,18 @@
 import {
+  Ack,
   AgentDrain,
   AgentHeartbeatAck,
   AgentReadyAck,
   AgentRevoked,
+  describeRefusal,
   FinalRefusal,
+  refusal,
   RunAssign,
   RunCancel,
   RunDeadline,
-  RunFinishedAck,
   ServerToAgent,
-  SimpleAck,
 } from '@dryft/libs';
-import type { AgentCapabilities, RunBatch, RunFinished } from '@dryft/libs';
+import type { AgentCapabilities, AgentRefusalCode, RunBatch, RunFinished } from '@dryft/libs';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
@@ -33,6 +34,8 @@ const FATAL_CODES = new Set([
   'token_bad_checksum',
   'agent_token_required',
 ]);
+/** A refused verdict that resending cannot place (no such run, or another agent's now): dropped. */
+const VERDICT_NOT_WANTED: readonly AgentRefusalCode[] = ['run_not_found', 'run_not_assigned'];
 
 function version(file: string, pattern: RegExp, fallback: string): string {
   try {
@@ -149,7 +152,8 @@ export class Agent {
       if (event in ServerToAgent) return;
       this.log(`the hub sent an unknown event "${event}"; ignored`);
       const ack = args[args.length - 1];
-      if (typeof ack === 'function') (ack as (r: unknown) => void)({ ok: false, error: 'unknown event' });
+      if (typeof ack === 'function')
+        (ack as (r: unknown) => void)(refusal('unknown_event', `Unknown event "${event}".`));
     });
   }
 
@@ -253,7 +257,7 @@ export class Agent {
     }
     if (!ack.ok) {
       // A hub that cannot answer now (its database is down) is asked again after a backoff.
-      this.log(`the hub refused agent.ready: ${ack.error ?? 'unknown reason'}; reconnecting`);
+      this.log(`the hub refused agent.ready: ${describeRefusal(ack)}; reconnecting`);
       this.socket.disconnect();
       this.scheduleReconnect();
       return;
@@ -381,9 +385,7 @@ export class Agent {
         const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
         const final = FinalRefusal.safeParse(raw);
         if (final.success)
-          this.log(
-            `run ${runId}: the hub refused run.started for good (${final.data.code}: ${final.data.error})`,
-          );
+          this.log(`run ${runId}: the hub refused run.started for good (${describeRefusal(final.data)})`);
       },
       finished: (msg: RunFinished) =>
         new Promise<void>((resolve) => {
@@ -398,10 +400,8 @@ export class Agent {
             .emitWithAck('run.handback', { runId, reason });
           const final = FinalRefusal.safeParse(raw);
           if (final.success)
-            this.log(
-              `run ${runId}: the hub refused the handback for good (${final.data.code}: ${final.data.error})`,
-            );
-          return SimpleAck.parse(raw).ok;
+            this.log(`run ${runId}: the hub refused the handback for good (${describeRefusal(final.data)})`);
+          return Ack.parse(raw).ok;
         } catch {
           return false;
         }
@@ -422,23 +422,25 @@ export class Agent {
         this.verdicts.delete(runId);
         v.resolve();
         this.log(
-          `run ${runId}: the hub refused the verdict for good (${final.data.code}: ${final.data.error}); not resending`,
+          `run ${runId}: the hub refused the verdict for good (${describeRefusal(final.data)}); not resending`,
         );
         return;
       }
-      const ack = RunFinishedAck.parse(raw);
+      const ack = Ack.parse(raw);
       if (ack.ok) {
         this.verdicts.delete(runId);
         v.resolve();
         this.log(`run ${runId}: verdict acknowledged (${v.msg.canceled ? 'canceled' : v.msg.result.status})`);
         return;
       }
-      this.log(`run ${runId}: verdict refused (${ack.error}); retrying`);
-      if (ack.error && /not assigned to this agent|No such run/.test(ack.error)) {
+      if (ack.error && VERDICT_NOT_WANTED.includes(ack.error.code as AgentRefusalCode)) {
+        // The hub has no such run, or it is another agent's now: resending cannot place it.
+        this.log(`run ${runId}: verdict refused (${describeRefusal(ack)}); not resending`);
         this.verdicts.delete(runId);
         v.resolve();
         return;
       }
+      this.log(`run ${runId}: verdict refused (${describeRefusal(ack)}); retrying`);
     } catch (err) {
       this.log(`run ${runId}: verdict not acknowledged (${(err as Error).message}); retrying`);
     }

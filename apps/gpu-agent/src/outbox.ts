@@ -1,5 +1,6 @@
 import {
   BatchAck,
+  describeRefusal,
   FinalRefusal,
   DEFAULT_LOG_LIMITS,
   dropNotice,
@@ -173,7 +174,7 @@ export class Outbox {
         if (final.success) {
           // The hub will never store this batch as sent: resending cannot help, so stop here.
           this.log(
-            `run ${this.runId}: the hub refused batch ${batch.seq} for good (${final.data.code}: ${final.data.error}); not resending, stopping the run`,
+            `run ${this.runId}: the hub refused batch ${batch.seq} for good (${describeRefusal(final.data)}); not resending, stopping the run`,
           );
           this.unacked.length = 0;
           this.notifyIdle();

@@ -85,7 +85,11 @@ describe('Outbox', () => {
       'not-a-uuid',
       async () => {
         sends++;
-        return { ok: false, final: true, code: 'invalid_payload', error: 'malformed run.batch: runId' };
+        return {
+          ok: false,
+          final: true,
+          error: { code: 'invalid_payload', message: 'malformed run.batch: runId' },
+        };
       },
       () => true,
       () => (stopped = true),

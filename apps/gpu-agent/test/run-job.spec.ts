@@ -198,7 +198,11 @@ describe('RunJob: the lifecycle of one run', () => {
   it('stops and reports nothing when the hub refuses a batch for good; still wipes everything', async () => {
     const t = host(config('echo "engine output"; sleep 30'), (b) =>
       b.entries.some((e) => e.type === 'log' && e.stream === 'out')
-        ? { ok: false, final: true, code: 'run_not_yours', error: 'this run is not assigned to this agent' }
+        ? {
+            ok: false,
+            final: true,
+            error: { code: 'run_not_assigned', message: 'This run is not assigned to this agent.' },
+          }
         : undefined,
     );
     const a = assign();
@@ -208,7 +212,7 @@ describe('RunJob: the lifecycle of one run', () => {
     expect(Date.now() - t0).toBeLessThan(10_000); // the harness was stopped, not waited for
     expect(t.started).toEqual([a.runId]);
     expect(t.finished).toEqual([]);
-    expect(t.logs.join('\n')).toMatch(/refused batch \d+ for good \(run_not_yours/);
+    expect(t.logs.join('\n')).toMatch(/refused batch \d+ for good \(run_not_assigned/);
     expect(leftovers(a.runId)).toEqual([]);
   });
 

@@ -37,9 +37,9 @@ import time
 import traceback
 from typing import Optional
 
-from ..engineproc import EngineFailure, EngineProcess, Sample
+from .engineproc import EngineFailure, EngineProcess, Sample
 from ..events import RunFailure
-from ..memory import make_measurer
+from .memory import make_measurer
 from ..spec import validate_decode_spec
 from . import pairing
 from .prompts import prompts as make_prompts
@@ -73,10 +73,10 @@ def check_submission_files(root: str) -> Optional[str]:
 
 def open_reference(model: dict):
     if model["family"] == "toy":
-        from ..models.toy import ToyReference
+        from .models.toy import ToyReference
 
         return ToyReference(model["path"])
-    from ..models.qwen3 import Qwen3Reference
+    from .models.qwen3 import Qwen3Reference
 
     return Qwen3Reference(model["path"])
 

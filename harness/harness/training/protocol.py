@@ -13,15 +13,9 @@ import struct
 import time
 from typing import Optional, Tuple
 
+from ..channel_errors import ChannelClosed, ProtocolError
+
 MAX_HEADER_BYTES = 1 << 20
-
-
-class ProtocolError(Exception):
-    pass
-
-
-class ChannelClosed(ProtocolError):
-    pass
 
 
 def send(fd: int, header: dict, payload: bytes = b"") -> None:

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Ack, AckError, refusal } from './ack';
 import { HarnessEvent, HarnessResultEvent } from '../harness/events';
 import { HarnessSpec } from '../harness/spec';
 import { LogLimits } from '../benchmarks/log-cap';
@@ -12,6 +13,8 @@ import { LogLimits } from '../benchmarks/log-cap';
  *   → `run.finished` (acked; retried until acked).
  *   server → `run.cancel` / `run.deadline` / `agent.drain` at any time.
  * Every payload is parsed with these schemas on receipt; a malformed one is refused and logged.
+ * Every ack is an {@link Ack} (`ok`, and `error: { code, message }` when refused) with the event's
+ * own fields beside; the codes the hub refuses with are {@link AgentRefusalCode}.
  */
 export const SlotInfo = z.object({
   index: z.number().int().nonnegative(),
@@ -52,6 +55,36 @@ export const AgentRunId = z
   );
 
 /**
+ * The codes of the hub's refusals on `/agents`. A final refusal (below) may also carry the code of
+ * the API error that refused it (a 4xx `AppError`, e.g. `run_not_found`).
+ */
+export const AgentRefusalCode = z.enum([
+  /** Final: the payload does not parse; the same message will never be accepted. */
+  'invalid_payload',
+  /** An event this hub does not know (a newer agent?). */
+  'unknown_event',
+  /** Transient: the hub's database is down; resend later. */
+  'database_unavailable',
+  /** Transient: the hub failed processing it; resend later. */
+  'internal_error',
+  /** `agent.ready` of an agent an organizer revoked; it is disconnected. */
+  'agent_revoked',
+  /** A batch or verdict for a run this hub does not have. */
+  'run_not_found',
+  /** A batch or verdict for a run assigned to another agent (or to none); stop it. */
+  'run_not_assigned',
+  /** A batch after a gap; resend from `ackedSeq + 1`. */
+  'batch_out_of_order',
+  /** A verdict before all its batches were stored; resend them first. */
+  'batches_missing',
+  /** A handback of a run that has started (or is no longer this agent's): finish it instead. */
+  'run_started',
+]);
+export type AgentRefusalCode = z.infer<typeof AgentRefusalCode>;
+/** A refusal of the hub on `/agents` (resend later, or as its code says). */
+export const agentRefusal = (code: AgentRefusalCode, message: string) => refusal(code, message);
+
+/**
  * The server will never accept this message as sent (malformed payload, an id that names nothing):
  * resending it cannot help, so the agent drops it and logs why. Any other `ok: false` is
  * transient (resend later).
@@ -59,10 +92,14 @@ export const AgentRunId = z
 export const FinalRefusal = z.object({
   ok: z.literal(false),
   final: z.literal(true),
-  code: z.string(),
-  error: z.string(),
+  error: AckError,
 });
 export type FinalRefusal = z.infer<typeof FinalRefusal>;
+export const finalRefusal = (code: string, message: string): FinalRefusal => ({
+  ok: false,
+  final: true,
+  error: { code, message },
+});
 
 export const AgentReady = z.object({
   capabilities: AgentCapabilities,
@@ -73,9 +110,7 @@ export const AgentReady = z.object({
 export type AgentReady = z.infer<typeof AgentReady>;
 
 /** The server's answer to `agent.ready`: which of the runs the agent still holds it may continue. */
-export const AgentReadyAck = z.object({
-  ok: z.boolean(),
-  error: z.string().optional(),
+export const AgentReadyAck = Ack.extend({
   agentId: z.string().optional(),
   name: z.string().optional(),
   /** Heartbeat at least this often (seconds); the lease is renewed by each heartbeat. */
@@ -91,7 +126,7 @@ export type AgentReadyAck = z.infer<typeof AgentReadyAck>;
 
 export const AgentHeartbeat = z.object({ activeRuns: z.array(z.string()) });
 /** Runs the agent reported that are no longer its (finished elsewhere, canceled, failed by lease): stop them. */
-export const AgentHeartbeatAck = z.object({ ok: z.boolean(), stop: z.array(z.string()).default([]) });
+export const AgentHeartbeatAck = Ack.extend({ stop: z.array(z.string()).default([]) });
 
 /**
  * The agent gives back a run it accepted but never started (it is shutting down or could not
@@ -99,7 +134,6 @@ export const AgentHeartbeatAck = z.object({ ok: z.boolean(), stop: z.array(z.str
  * finished (with infra_error when the agent has to stop it), so no log line is ever stored twice.
  */
 export const RunHandback = z.object({ runId: AgentRunId, reason: z.string().max(500) });
-export const SimpleAck = z.object({ ok: z.boolean(), error: z.string().optional() });
 
 export const RunAssign = z.object({
   runId: z.string(),
@@ -151,13 +185,11 @@ export const RunBatch = z.object({
 });
 export type RunBatch = z.infer<typeof RunBatch>;
 
-export const BatchAck = z.object({
-  ok: z.boolean(),
+export const BatchAck = Ack.extend({
   /** The highest seq the server has stored for this run. */
   ackedSeq: z.number().int().nonnegative(),
   /** Set when the run is no longer this agent's (canceled, failed by lease): stop it. */
   stop: z.boolean().optional(),
-  error: z.string().optional(),
 });
 export type BatchAck = z.infer<typeof BatchAck>;
 
@@ -171,9 +203,6 @@ export const RunFinished = z.object({
   exitCode: z.number().int().nullable(),
 });
 export type RunFinished = z.infer<typeof RunFinished>;
-
-export const RunFinishedAck = z.object({ ok: z.boolean(), error: z.string().optional() });
-export type RunFinishedAck = z.infer<typeof RunFinishedAck>;
 
 export const RunCancel = z.object({ runId: z.string(), reason: z.string() });
 export const RunDeadline = z.object({ runId: z.string(), deadlineAt: z.number() });

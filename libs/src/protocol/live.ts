@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Ack } from './ack';
 import { AgentView } from './agents';
 import {
   CheckView,
@@ -14,7 +15,7 @@ import { BenchmarkClockView } from '../rest/organizer';
 /**
  * The `/live` socket.io namespace for browsers and the CLI. Authenticated at the handshake by the
  * session cookie or `auth: { token: 'dryft_pat_…' }`; spectators connect with neither and may only
- * join leaderboards. Joins are acknowledged with `{ ok, error? }`.
+ * join leaderboards. Joins are acknowledged with an {@link Ack}: `{ ok, error?: { code, message } }`.
  */
 export const JoinRun = z.object({
   runId: z.string(),
@@ -24,9 +25,7 @@ export const JoinRun = z.object({
 export const LeaveRun = z.object({ runId: z.string() });
 export const JoinLeaderboard = z.object({ benchmarkId: z.string() });
 export const JoinTeam = z.object({ teamId: z.string() });
-export const JoinAck = z.object({
-  ok: z.boolean(),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+export const JoinAck = Ack.extend({
   run: RunView.optional(),
   leaderboard: LeaderboardView.optional(),
 });

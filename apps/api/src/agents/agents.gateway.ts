@@ -1,14 +1,19 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { AgentToServer } from '@dryft/libs';
-import type { AgentHeartbeatAck, AgentReadyAck, BatchAck, FinalRefusal, RunFinishedAck } from '@dryft/libs';
+import { agentRefusal, AgentToServer, finalRefusal } from '@dryft/libs';
+import type { Ack, AgentHeartbeatAck, AgentReadyAck, BatchAck } from '@dryft/libs';
 import type { Namespace, Socket } from 'socket.io';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
 import { isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
-import { SocketServer } from '../live/socket-server';
-import { authenticatedHandshake, describeIssues, onAcked } from '../live/socket-handlers';
+import { SocketServer } from '../socket/socket-server';
+import {
+  answerUnknownEvents,
+  authenticatedHandshake,
+  describeIssues,
+  onAcked,
+} from '../socket/socket-handlers';
 import { RunLifecycleService } from '../runs/run-lifecycle.service';
 import { AgentConnections } from './agent-connections';
 import { AgentsService } from './agents.service';
@@ -16,8 +21,6 @@ import { Dispatcher } from './dispatcher.service';
 
 type AgentEvent = keyof typeof AgentToServer;
 type Payload<E extends AgentEvent> = z.infer<(typeof AgentToServer)[E]>;
-type Ack = (response: unknown) => void;
-
 export const agentRoom = (agentId: string) => `agent:${agentId}`;
 
 /**
@@ -118,7 +121,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.connections.heardOf(agentId, p.activeRuns);
       return this.heartbeat(agentId, p);
     });
-    this.on(socket, 'run.started', async (p) => {
+    this.on(socket, 'run.started', async (p): Promise<Ack> => {
       await this.lifecycle.markStarted(p.runId, agentId);
       return { ok: true };
     });
@@ -126,28 +129,22 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.connections.heardOf(agentId, [p.runId]);
       return this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>;
     });
-    this.on(socket, 'run.finished', async (p) => {
+    this.on(socket, 'run.finished', (p) => {
       this.connections.heardOf(agentId, [p.runId]);
-      const ack = (await this.serial(p.runId, () =>
-        this.lifecycle.finish(p.runId, agentId, p),
-      )) as RunFinishedAck;
-      return ack;
+      return this.serial(p.runId, () => this.lifecycle.finish(p.runId, agentId, p)) as Promise<Ack>;
     });
-    this.on(socket, 'run.handback', async (p) => {
+    this.on(socket, 'run.handback', async (p): Promise<Ack> => {
       const requeued = await this.lifecycle.handBack(p.runId, agentId);
       if (requeued) {
         this.logger.log(`agent ${name} handed back run ${p.runId}: ${p.reason}`);
         this.dispatcher.kick({ everywhere: true });
         return { ok: true };
       }
-      return { ok: false, error: 'The run has started (or is no longer yours); finish it instead.' };
+      return agentRefusal('run_started', 'The run has started (or is no longer yours); finish it instead.');
     });
-    socket.onAny((event: string, ...args: unknown[]) => {
-      if (event in AgentToServer) return;
-      this.logger.warn(`agent ${name} sent unknown event "${event}"; ignored`);
-      const ack = args[args.length - 1];
-      if (typeof ack === 'function') (ack as Ack)({ ok: false, error: `unknown event "${event}"` });
-    });
+    answerUnknownEvents(socket, AgentToServer, (event) =>
+      this.logger.warn(`agent ${name} sent unknown event "${event}"; ignored`),
+    );
     socket.on('disconnect', (reason) => {
       this.logger.log(`agent ${name} disconnected (${reason})`);
       if (this.connections.remove(agentId, socket.id))
@@ -168,24 +165,23 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
         const first = describeIssues(error, 5);
         this.logger.warn(`agent ${name}: malformed ${event}: ${first}`);
         // Resending the same message cannot help: a final refusal, so the agent stops retrying.
-        const refusal: FinalRefusal = {
-          ok: false,
-          final: true,
-          code: 'invalid_payload',
-          error: `malformed ${event}, refused for good (do not resend): ${first}`,
-        };
-        return refusal;
+        return finalRefusal(
+          'invalid_payload',
+          `malformed ${event}, refused for good (do not resend): ${first}`,
+        );
       },
       failed: (err) => {
         if (isDatabaseUnavailable(err))
-          return { ok: false, error: "The hub's database is unavailable right now; resend later." };
+          return agentRefusal(
+            'database_unavailable',
+            "The hub's database is unavailable right now; resend later.",
+          );
         if (err instanceof AppError && err.status < 500) {
           this.logger.warn(`agent ${name}: ${event} refused: ${err.message}`);
-          const refusal: FinalRefusal = { ok: false, final: true, code: err.code, error: err.message };
-          return refusal;
+          return finalRefusal(err.code, err.message);
         }
         this.logger.error(`agent ${name}: ${event} failed: ${(err as Error).stack ?? err}`);
-        return { ok: false, error: 'The server could not process this; resend later.' };
+        return agentRefusal('internal_error', 'The server could not process this; resend later.');
       },
     });
   }
@@ -206,7 +202,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const agent = await this.agents.find(agentId);
     if (!agent || agent.revokedAt) {
       socket.disconnect(true);
-      return { ok: false, error: 'This agent was revoked.', runs: [] };
+      return { ...agentRefusal('agent_revoked', 'This agent was revoked.'), runs: [] };
     }
     const slots = p.slots.map((s) => ({ index: s.index, gpus: s.gpus }));
     // Reconcile what the agent still holds against what the server thinks it holds.

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { RunsModule } from '../runs/runs.module';
-import { SocketModule } from '../live/socket.module';
+import { SocketModule } from '../socket/socket.module';
 import { AgentConnections } from './agent-connections';
 import { AgentEvents } from './agent-events';
 import { AgentsController } from './agents.controller';

@@ -7,7 +7,7 @@ import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
-import { SocketServer } from '../live/socket-server';
+import { SocketServer } from '../socket/socket-server';
 import type { RunEntity } from '../runs/run.entity';
 import { ActiveRunRow, RunQueue } from '../runs/run-queue';
 import { RunsRepository } from '../runs/runs.repository';

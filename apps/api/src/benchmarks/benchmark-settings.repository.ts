@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, Repository } from 'typeorm';
+import { returned } from '../database/returned-rows';
 import { BenchmarkSettingsEntity } from './benchmark-settings.entity';
 
 @Injectable()
@@ -35,8 +36,7 @@ export class BenchmarkSettingsRepository {
         WHERE benchmark_id = $1 RETURNING rules_version`,
       [benchmarkId, reason],
     );
-    // TypeORM answers an UPDATE with [rows, rowCount].
-    const rows = (Array.isArray(raw[0]) ? raw[0] : raw) as { rules_version: number }[];
+    const rows = returned<{ rules_version: number }>(raw);
     return rows[0].rules_version;
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, In, Not } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
+import { returned } from '../database/returned-rows';
 import {
   GithubDeliveryEntity,
   GithubInstallationEntity,
@@ -32,8 +33,7 @@ export class GithubRepository extends TransactionalRepository {
        RETURNING state_hash AS "stateHash", team_id AS "teamId", user_id AS "userId"`,
       [stateHash, now],
     );
-    const list = Array.isArray(rows[0]) ? rows[0] : rows;
-    return (list[0] as GithubInstallStateEntity | undefined) ?? null;
+    return returned<GithubInstallStateEntity>(rows)[0] ?? null;
   }
 
   findState(stateHash: string): Promise<GithubInstallStateEntity | null> {
@@ -164,8 +164,7 @@ export class GithubRepository extends TransactionalRepository {
         RETURNING id`,
       [id],
     );
-    const list = Array.isArray(rows[0]) ? rows[0] : rows;
-    return list.length ? this.findDelivery(id) : null;
+    return returned(rows).length ? this.findDelivery(id) : null;
   }
 
   async updateDelivery(id: string, patch: Partial<GithubDeliveryEntity>): Promise<void> {
@@ -178,7 +177,6 @@ export class GithubRepository extends TransactionalRepository {
       `UPDATE github_deliveries SET status = 'queued' WHERE id = $1 AND status = 'failed' RETURNING id`,
       [id],
     );
-    const list = Array.isArray(rows[0]) ? rows[0] : rows;
-    return list.length === 1;
+    return returned(rows).length === 1;
   }
 }

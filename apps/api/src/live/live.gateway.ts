@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { LiveClientToServer } from '@dryft/libs';
+import { LiveClientToServer, refusal } from '@dryft/libs';
 import type { AccessLostReason, AccessRevokedEvent, JoinAck, LogLine } from '@dryft/libs';
 import type { z } from 'zod';
 import { AgentEvents } from '../agents/agent-events';
@@ -16,8 +16,8 @@ import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
 import { RunChannels } from './run-channels';
-import { authenticatedHandshake, onAcked } from './socket-handlers';
-import { LiveNamespace, LiveSocket, SocketServer } from './socket-server';
+import { answerUnknownEvents, authenticatedHandshake, onAcked } from '../socket/socket-handlers';
+import { LiveNamespace, LiveSocket, SocketServer } from '../socket/socket-server';
 
 type LiveEvent = keyof typeof LiveClientToServer;
 type Payload<E extends LiveEvent> = z.infer<(typeof LiveClientToServer)[E]>;
@@ -104,8 +104,6 @@ function parseCookies(header: string | undefined): Record<string, string> {
   }
   return out;
 }
-
-const refusal = (code: string, message: string): JoinAck => ({ ok: false, error: { code, message } });
 
 /** A lookup's fallback for a bad id, but a database outage is passed on (said as such, not "not found"). */
 const orUnavailable =
@@ -467,13 +465,9 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       setImmediate(() => socket.emit('agents.update', { agents }));
       return { ok: true };
     });
-    socket.onAny((event: string, ...args: unknown[]) => {
-      if (event in LiveClientToServer) return;
-      this.logger.warn(`live client sent unknown event "${event}"; ignored`);
-      const ack = args[args.length - 1];
-      if (typeof ack === 'function')
-        (ack as (r: JoinAck) => void)(refusal('unknown_event', `Unknown event "${event}".`));
-    });
+    answerUnknownEvents(socket, LiveClientToServer, (event) =>
+      this.logger.warn(`live client sent unknown event "${event}"; ignored`),
+    );
     socket.on('disconnect', () => {
       if (state.expiry) clearTimeout(state.expiry);
       this.channels.forget(socket);

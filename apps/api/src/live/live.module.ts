@@ -5,7 +5,7 @@ import { LeaderboardsModule } from '../leaderboards/leaderboards.module';
 import { RunsModule } from '../runs/runs.module';
 import { TeamsModule } from '../teams/teams.module';
 import { LiveGateway } from './live.gateway';
-import { SocketModule } from './socket.module';
+import { SocketModule } from '../socket/socket.module';
 
 @Module({
   imports: [SocketModule, AuthModule, TeamsModule, RunsModule, LeaderboardsModule, AgentsModule],

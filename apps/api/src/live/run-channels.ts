@@ -1,5 +1,5 @@
 import type { LogLine } from '@dryft/libs';
-import type { LiveNamespace, LiveSocket } from './socket-server';
+import type { LiveNamespace, LiveSocket } from '../socket/socket-server';
 
 /** Reads stored lines of a run after a seq, in order (the runs repository in the app, a stub in unit tests). */
 export type ReadLines = (runId: string, after: number, limit: number) => Promise<LogLine[]>;

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, Repository } from 'typeorm';
+import { returned } from '../database/returned-rows';
 import { RoundClockEntity, ScheduledActionEntity } from './round-clock.entities';
 
 @Injectable()
@@ -73,7 +74,7 @@ export class RoundClockRepository {
         RETURNING id`,
       [now],
     );
-    const rows = (Array.isArray(raw[0]) ? raw[0] : raw) as { id: string }[];
+    const rows = returned<{ id: string }>(raw);
     return rows.length ? this.findAction(rows[0].id) : null;
   }
 

@@ -6,7 +6,7 @@ import { Clock } from '../common/clock';
 import { badRequest, conflict, notFound } from '../common/errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
-import { SocketServer } from '../live/socket-server';
+import { SocketServer } from '../socket/socket-server';
 import type { ScheduledActionEntity } from './round-clock.entities';
 import { RoundClockRepository } from './round-clock.repository';
 

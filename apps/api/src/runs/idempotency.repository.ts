@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { returned } from '../database/returned-rows';
 import { IdempotencyKeyEntity } from './idempotency-key.entity';
 
 @Injectable()
@@ -52,7 +53,6 @@ export class IdempotencyRepository {
         WHERE team_id = $1 AND key = $2 AND ((state = 'in_flight' AND created_at < $4) OR created_at < $5) RETURNING key`,
       [teamId, key, requestHash, staleBefore, expiredBefore],
     );
-    const list = Array.isArray(rows[0]) ? rows[0] : rows;
-    return list.length === 1;
+    return returned(rows).length === 1;
   }
 }

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
-import type { RunFinishedAck } from '@dryft/libs';
+import type { Ack, BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import type { z } from 'zod';
-import { REMEASURE_MIN_SAMPLES, TERMINAL_STATUSES, baselineKey, isUuid } from '@dryft/libs';
+import { REMEASURE_MIN_SAMPLES, TERMINAL_STATUSES, agentRefusal, baselineKey, isUuid } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
@@ -109,10 +108,14 @@ export class RunLifecycleService {
   async storeBatch(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
     const after: Emit[] = [];
     let reinstated = false;
-    const ack = await this.runs.transaction(async (tx) => {
+    const ack = await this.runs.transaction(async (tx): Promise<BatchAck> => {
       let run = await tx.lock(runId);
       if (!run || run.agentId !== agentId)
-        return { ok: false, ackedSeq: 0, stop: true, error: 'This run is not assigned to this agent.' };
+        return {
+          ...agentRefusal('run_not_assigned', 'This run is not assigned to this agent.'),
+          ackedSeq: 0,
+          stop: true,
+        };
       if (run.status === 'failed' && run.leaseLostAt && (await this.reinstateLocked(tx, run))) {
         run = (await tx.lock(runId))!;
         reinstated = true;
@@ -121,9 +124,8 @@ export class RunLifecycleService {
       if (batch.seq <= run.lastBatchSeq) return { ok: true, ackedSeq: run.lastBatchSeq };
       if (batch.seq > run.lastBatchSeq + 1) {
         return {
-          ok: false,
+          ...agentRefusal('batch_out_of_order', `Expected batch ${run.lastBatchSeq + 1}; resend from there.`),
           ackedSeq: run.lastBatchSeq,
-          error: `Expected batch ${run.lastBatchSeq + 1}; resend from there.`,
         };
       }
       const lines: LogLine[] = [];
@@ -222,16 +224,12 @@ export class RunLifecycleService {
   }
 
   /** The verdict, applied once; a resend after a lost ack is answered ok without changing anything. */
-  async finish(
-    runId: string,
-    agentId: string,
-    finished: RunFinished,
-  ): Promise<z.infer<typeof RunFinishedAck>> {
+  async finish(runId: string, agentId: string, finished: RunFinished): Promise<Ack> {
     let reinstated = false;
     let endLines: LogLine[] = [];
-    const outcome = await this.runs.transaction(async (tx) => {
+    const outcome = await this.runs.transaction(async (tx): Promise<{ ack: Ack; run?: RunEntity }> => {
       let run = await tx.lock(runId);
-      if (!run) return { ack: { ok: false, error: 'No such run.' } };
+      if (!run) return { ack: agentRefusal('run_not_found', 'No such run.') };
       if (
         run.status === 'failed' &&
         run.leaseLostAt &&
@@ -243,13 +241,13 @@ export class RunLifecycleService {
       }
       if (TERMINAL_STATUSES.includes(run.status)) return { ack: { ok: true } };
       if (run.agentId !== agentId)
-        return { ack: { ok: false, error: 'This run is not assigned to this agent.' } };
+        return { ack: agentRefusal('run_not_assigned', 'This run is not assigned to this agent.') };
       if (finished.lastSeq > run.lastBatchSeq) {
         return {
-          ack: {
-            ok: false,
-            error: `Batches up to ${finished.lastSeq} are not all stored (have ${run.lastBatchSeq}); resend them first.`,
-          },
+          ack: agentRefusal(
+            'batches_missing',
+            `Batches up to ${finished.lastSeq} are not all stored (have ${run.lastBatchSeq}); resend them first.`,
+          ),
         };
       }
       endLines = await this.runsService.storeEndOfLog(tx, run);

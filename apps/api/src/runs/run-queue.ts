@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FailureCode, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
 import { DataSource, In } from 'typeorm';
-import { returned } from '../common/sql';
+import { returned } from '../database/returned-rows';
 import { TransactionalRepository } from '../common/transactional-repository';
 import { RunEntity } from './run.entity';
 

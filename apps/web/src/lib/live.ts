@@ -1,5 +1,11 @@
 import { io, type Socket } from 'socket.io-client';
-import { JoinAck, LiveServerToClient, type AccessRevokedEvent, type LiveServerEvents } from '@dryft/libs';
+import {
+  JoinAck,
+  LiveServerToClient,
+  refusal,
+  type AccessRevokedEvent,
+  type LiveServerEvents,
+} from '@dryft/libs';
 
 /**
  * One `/live` socket for the tab. The session cookie authenticates it at the handshake; signed-out
@@ -105,17 +111,9 @@ export function emitJoin(event: string, payload: unknown, timeoutMs = 10_000): P
   const s = liveSocket();
   return new Promise((resolve) => {
     s.timeout(timeoutMs).emit(event, payload, (err: Error | null, ack: unknown) => {
-      if (err)
-        return resolve({
-          ok: false,
-          error: { code: 'timeout', message: 'The live connection did not answer; retrying.' },
-        });
+      if (err) return resolve(refusal('timeout', 'The live connection did not answer; retrying.'));
       const parsed = JoinAck.safeParse(ack);
-      resolve(
-        parsed.success
-          ? parsed.data
-          : { ok: false, error: { code: 'bad_ack', message: 'The hub sent an unexpected answer.' } },
-      );
+      resolve(parsed.success ? parsed.data : refusal('bad_ack', 'The hub sent an unexpected answer.'));
     });
   });
 }

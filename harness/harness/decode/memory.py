@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from .jail import family
+from ..jail import family
 
 
 def group_pids(pgid: int) -> list[int]:

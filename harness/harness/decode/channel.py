@@ -19,20 +19,14 @@ import time
 from array import array
 from typing import Optional
 
+from ..channel_errors import ChannelClosed, ProtocolError
+
 HEADER = struct.Struct("<cI")
 # A traceback or a ready message is small; a step frame is 8 bytes per sequence. Anything larger
 # is a child trying to make the parent allocate without bound.
 MAX_FRAME = 8 * 1024 * 1024
 
 assert array("q").itemsize == 8 and array("i").itemsize == 4
-
-
-class ProtocolError(Exception):
-    """The child sent something that is not a valid frame (its fault, never the harness's)."""
-
-
-class ChannelClosed(Exception):
-    """End of file: the child exited or closed its end."""
 
 
 class Deadline(Exception):

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { refusal } from '@dryft/libs';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
@@ -10,6 +11,7 @@ interface HandshakeSocket {
 }
 interface ListeningSocket {
   on(event: string, listener: (raw: unknown, ack?: unknown) => void): unknown;
+  onAny(listener: (event: string, ...args: unknown[]) => void): unknown;
 }
 
 /**
@@ -69,5 +71,23 @@ export function onAcked<T>(
       return;
     }
     handlers.handle(parsed.data).then(reply, (err: unknown) => reply(handlers.failed(err)));
+  });
+}
+
+/**
+ * An event the namespace does not know is ignored, said through `warn`, and its ack (when the
+ * client asked for one) is answered with the refusal `unknown_event`.
+ */
+export function answerUnknownEvents(
+  socket: ListeningSocket,
+  known: Record<string, unknown>,
+  warn: (event: string) => void,
+): void {
+  socket.onAny((event: string, ...args: unknown[]) => {
+    if (event in known) return;
+    warn(event);
+    const ack = args[args.length - 1];
+    if (typeof ack === 'function')
+      (ack as (r: unknown) => void)(refusal('unknown_event', `Unknown event "${event}".`));
   });
 }

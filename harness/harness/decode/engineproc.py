@@ -21,11 +21,12 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import jail
-from .channel import Channel, ChannelClosed, Deadline, ProtocolError, encode_generate, encode_json
+from .. import jail
+from ..channel_errors import ChannelClosed, ProtocolError
+from ..events import RunFailure
+from ..paths import relative_to_submission
+from .channel import Channel, Deadline, encode_generate, encode_json
 from .memory import Measurer, Monitor
-from .events import RunFailure
-from .paths import relative_to_submission
 
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 KILL_GRACE_SECONDS = 2.0

@@ -103,7 +103,7 @@ class ToyReference:
         pass
 
 
-if __name__ == "__main__":  # regenerate the shipped weights: python -m harness.models.toy OUT.json
+if __name__ == "__main__":  # regenerate the shipped weights: python -m harness.decode.models.toy OUT.json
     import sys
 
     with open(sys.argv[1], "w", encoding="utf-8") as fh:
