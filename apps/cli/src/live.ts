@@ -1,12 +1,5 @@
 import { io, type Socket } from 'socket.io-client';
-import {
-  isTerminalRun,
-  LogsPage,
-  RunFollower,
-  RunView,
-  type LogLine,
-  type RunFollowerTransport,
-} from '@dryft/libs';
+import { isTerminalRun, LogsPage, RunFollower, RunView, type LogLine, socketRunTransport } from '@dryft/libs';
 import { ApiClient, ApiError, NetworkError, sleep } from './http';
 import { CliError, EXIT } from './errors';
 
@@ -40,27 +33,6 @@ export interface FollowOptions {
   socketFactory?: SocketFactory;
 }
 
-/** The Node socket.io client and the API client as the follower's transport. */
-function cliTransport(socket: Socket, api: ApiClient): RunFollowerTransport {
-  return {
-    get connected() {
-      return socket.connected;
-    },
-    on(event, listener) {
-      socket.on(event, listener);
-      return () => void socket.off(event, listener);
-    },
-    join: (body) => socket.timeout(10_000).emitWithAck('run.join', body),
-    leave: (body) => void socket.emit('run.leave', body),
-    logs: (runId, after, limit) =>
-      api.call(LogsPage, `/api/runs/${encodeURIComponent(runId)}/logs`, {
-        query: { after, limit },
-        timeoutMs: 15_000,
-      }),
-    run: (runId) => api.call(RunView, `/api/runs/${encodeURIComponent(runId)}`),
-  };
-}
-
 /**
  * `dryft logs --follow`: the shared exactly-once `RunFollower` (libs) over a Node socket, printing
  * each line once, in order. While the socket is down (or the hub has no `/live`), the follower
@@ -88,7 +60,9 @@ export class LogFollower {
   }
 
   run(): Promise<RunView> {
-    const socket = (this.o.socketFactory ?? defaultSocketFactory)(this.o.api.baseUrl, { token: this.o.token });
+    const socket = (this.o.socketFactory ?? defaultSocketFactory)(this.o.api.baseUrl, {
+      token: this.o.token,
+    });
     this.socket = socket;
     // socket.io does not reconnect after a server kick nor after a refused handshake: we do.
     socket.on('disconnect', (reason) => {
@@ -101,7 +75,14 @@ export class LogFollower {
     const runId = this.o.runId;
     const done = new Promise<RunView>((resolve, reject) => {
       this.follower = new RunFollower(
-        cliTransport(socket, this.o.api),
+        socketRunTransport(socket, {
+          logs: (id, after, limit) =>
+            this.o.api.call(LogsPage, `/api/runs/${encodeURIComponent(id)}/logs`, {
+              query: { after, limit },
+              timeoutMs: 15_000,
+            }),
+          run: (id) => this.o.api.call(RunView, `/api/runs/${encodeURIComponent(id)}`),
+        }),
         {
           runId,
           afterSeq: this.o.afterSeq,
@@ -120,7 +101,9 @@ export class LogFollower {
           notice: (n) => {
             const say = this.o.onNotice;
             if (n.kind === 'live_lost')
-              say?.(`Live connection lost (${n.reason}); reconnecting, and reading the log over REST meanwhile.`);
+              say?.(
+                `Live connection lost (${n.reason}); reconnecting, and reading the log over REST meanwhile.`,
+              );
             else if (n.kind === 'live_restored') say?.('Live connection restored.');
             else say?.('Cannot reach the API; retrying until it answers again.');
           },

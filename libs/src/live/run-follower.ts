@@ -40,6 +40,36 @@ export interface RunFollowerTransport {
   run(runId: string): Promise<RunView>;
 }
 
+/** What the follower uses of a socket.io client socket (Node or browser), without depending on it. */
+export interface LiveSocketLike {
+  readonly connected: boolean;
+  on(event: string, listener: (payload: unknown) => void): unknown;
+  off(event: string, listener: (payload: unknown) => void): unknown;
+  emit(event: string, body: unknown): unknown;
+  timeout(ms: number): { emitWithAck(event: string, body: unknown): Promise<unknown> };
+}
+
+/** A follower transport over a socket.io client socket and the two REST reads. */
+export function socketRunTransport(
+  socket: LiveSocketLike,
+  rest: Pick<RunFollowerTransport, 'logs' | 'run'>,
+  joinTimeoutMs = 10_000,
+): RunFollowerTransport {
+  return {
+    get connected() {
+      return socket.connected;
+    },
+    on(event, listener) {
+      socket.on(event, listener);
+      return () => void socket.off(event, listener);
+    },
+    join: (body) => socket.timeout(joinTimeoutMs).emitWithAck('run.join', body),
+    leave: (body) => void socket.emit('run.leave', body),
+    logs: rest.logs,
+    run: rest.run,
+  };
+}
+
 /** Connection news a follower reports once each, for the caller to word. */
 export type FollowerNotice =
   | { kind: 'live_lost'; reason: string }
@@ -74,6 +104,8 @@ export interface RunFollowerHandlers {
 
 export interface RunFollowerOptions {
   runId: string;
+  /** The run's team when known up front (else learnt from the run): an `access.revoked` for it ends the follow. */
+  teamId?: string | null;
   /** Deliver lines after this seq (0 = from the start). */
   afterSeq?: number;
   /** Lines per REST page. */
@@ -92,7 +124,8 @@ export interface RunFollowerOptions {
   maxOfflineMs?: number;
 }
 
-export const isTerminalRun = (run: Pick<RunView, 'status'>): boolean => TERMINAL_STATUSES.includes(run.status);
+export const isTerminalRun = (run: Pick<RunView, 'status'>): boolean =>
+  TERMINAL_STATUSES.includes(run.status);
 
 /**
  * Whether an `access.revoked` event ends the live view of a run of `teamId`: the credential is gone
@@ -144,6 +177,7 @@ export class RunFollower {
     private readonly h: RunFollowerHandlers = {},
   ) {
     this.cursor = o.afterSeq ?? 0;
+    this.teamId = o.teamId ?? null;
   }
 
   private get pollMs(): number {
@@ -361,7 +395,7 @@ export class RunFollower {
       this.behind = false;
       this.offlineSince = null;
       if (page.complete && fresh.every((l) => l.seq <= this.cursor)) return true;
-      if (fresh.length === 0 || this.cursor >= upTo) return false;
+      if (take.length === 0 || this.cursor >= upTo) return false;
     }
   }
 
