@@ -14,7 +14,7 @@ const RUN = runView().id as string;
  * A stand-in hub with the `/live` contract and the REST log: the test appends lines, breaks the
  * connection and finishes the run, and the follower must print every line exactly once, in order.
  */
-async function fakeHub(opts: { live?: boolean } = {}) {
+async function fakeHub(opts: { live?: boolean; refuse?: { code: string; message: string } } = {}) {
   const lines: LogLine[] = [];
   let status: 'running' | 'succeeded' = 'running';
   const joins: number[] = [];
@@ -46,6 +46,7 @@ async function fakeHub(opts: { live?: boolean } = {}) {
     live.on('connection', (socket) => {
       socket.on('run.join', (body: { runId: string; afterSeq: number }, ack: (a: unknown) => void) => {
         joins.push(body.afterSeq);
+        if (opts.refuse) return ack({ ok: false, error: opts.refuse });
         void socket.join(`run:${body.runId}`);
         ack({ ok: true, run: runView({ status, lastLogSeq: lines.length }) });
         // Replay, plus a duplicate of the line just before the cursor, to be dropped.
@@ -203,6 +204,54 @@ describe('LogFollower', () => {
     expect(err.exitCode).toBe(EXIT.auth);
     expect(err.code).toBe('token_revoked');
     expect(err.message).toMatch(/was revoked.*after line 4/);
+  });
+
+  it('a refused join stops with the hub message: exit 3 for access, exit 2 for an unknown run', async () => {
+    const follow = async (refuse: { code: string; message: string }) => {
+      const hub = await fakeHub({ refuse });
+      closers.push(hub.close);
+      const follower = new LogFollower({
+        api: new ApiClient(hub.url, TOKEN, 'test', 10),
+        token: TOKEN,
+        runId: RUN,
+        pollMs: 60_000,
+        onLine: () => undefined,
+      });
+      return (await follower.run().catch((e: unknown) => e)) as CliError;
+    };
+    const auth = await follow({ code: 'sign_in_required', message: 'Sign in to follow runs.' });
+    expect(auth).toBeInstanceOf(CliError);
+    expect(auth.exitCode).toBe(EXIT.auth);
+    expect(auth.message).toBe(`Cannot follow run ${RUN}: Sign in to follow runs.`);
+    const missing = await follow({ code: 'run_not_found', message: `No run ${RUN} in your team` });
+    expect(missing.exitCode).toBe(EXIT.badInput);
+    expect(missing.message).toBe(
+      `Run ${RUN} was not found: No run ${RUN} in your team. Copy the full Run ID from the run page.`,
+    );
+  });
+
+  it('a join refused for another reason is said once, and the log is read over REST', async () => {
+    const hub = await fakeHub({ refuse: { code: 'database_unavailable', message: 'The database is down.' } });
+    closers.push(hub.close);
+    hub.append(3);
+    const printed: number[] = [];
+    const notices: string[] = [];
+    const follower = new LogFollower({
+      api: new ApiClient(hub.url, TOKEN, 'test', 10),
+      token: TOKEN,
+      runId: RUN,
+      pollMs: 30,
+      onLine: (l) => printed.push(l.seq),
+      onNotice: (m) => notices.push(m),
+    });
+    const done = follower.run();
+    await until(() => printed.length === 3);
+    hub.finish();
+    await done;
+    expect(printed).toEqual([1, 2, 3]);
+    expect(notices).toEqual([
+      'Live log refused (database_unavailable: The database is down.); following over REST instead.',
+    ]);
   });
 
   it('falls back to REST paging when the hub has no /live namespace', async () => {
