@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
 import { ApiClient } from '../src/http';
 import { CliError, EXIT } from '../src/errors';
-import { LogFollower } from '../src/live';
+import { LogFollower, type FollowOptions } from '../src/live';
 import { runView, TOKEN } from './helpers';
 
 const RUN = runView().id as string;
@@ -119,16 +119,17 @@ const until = async (cond: () => boolean, ms = 5000) => {
   }
 };
 
+type Hub = Awaited<ReturnType<typeof fakeHub>>;
+const followerOf = (hub: Hub, o: Omit<FollowOptions, 'api' | 'token' | 'runId'>) =>
+  new LogFollower({ api: new ApiClient(hub.url, TOKEN, 'test', 10), token: TOKEN, runId: RUN, ...o });
+
 describe('LogFollower', () => {
   it('prints every line once, in order, across duplicates, a gap, a dropped transport and a server kick', async () => {
     const hub = await fakeHub();
     closers.push(hub.close);
     hub.append(5); // before the follower joins: comes by replay
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 50,
       onLine: (l) => printed.push(l.seq),
     });
@@ -155,10 +156,7 @@ describe('LogFollower', () => {
     closers.push(hub.close);
     hub.append(5);
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 60_000, // the REST safety net stays out of the way: the socket does the work
       onLine: (l) => printed.push(l.seq),
     });
@@ -189,10 +187,7 @@ describe('LogFollower', () => {
     closers.push(hub.close);
     hub.append(4);
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 60_000,
       onLine: (l) => printed.push(l.seq),
     });
@@ -210,10 +205,7 @@ describe('LogFollower', () => {
     const follow = async (refuse: { code: string; message: string }) => {
       const hub = await fakeHub({ refuse });
       closers.push(hub.close);
-      const follower = new LogFollower({
-        api: new ApiClient(hub.url, TOKEN, 'test', 10),
-        token: TOKEN,
-        runId: RUN,
+      const follower = followerOf(hub, {
         pollMs: 60_000,
         onLine: () => undefined,
       });
@@ -236,10 +228,7 @@ describe('LogFollower', () => {
     hub.append(3);
     const printed: number[] = [];
     const notices: string[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 30,
       onLine: (l) => printed.push(l.seq),
       onNotice: (m) => notices.push(m),
@@ -259,10 +248,7 @@ describe('LogFollower', () => {
     closers.push(hub.close);
     hub.append(3);
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 30,
       onLine: (l) => printed.push(l.seq),
     });
@@ -281,10 +267,7 @@ describe('LogFollower', () => {
     hub.append(10);
     hub.finish();
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       afterSeq: 6,
       pollMs: 50,
       onLine: (l) => printed.push(l.seq),
