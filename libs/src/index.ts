@@ -17,3 +17,4 @@ export * from './protocol/live';
 export * from './rest/github';
 export * from './rest/organizer';
 export * from './rest/storage';
+export * from './live/run-follower';

@@ -1,18 +1,9 @@
 import { io, type Socket } from 'socket.io-client';
-import {
-  AccessRevokedEvent,
-  JoinAck,
-  LogLine,
-  LogsPage,
-  RunLogEvent,
-  RunStatusEvent,
-  RunView,
-  TERMINAL_STATUSES,
-} from '@dryft/libs';
+import { isTerminalRun, LogsPage, RunFollower, RunView, type LogLine, socketRunTransport } from '@dryft/libs';
 import { ApiClient, ApiError, NetworkError, sleep } from './http';
 import { CliError, EXIT } from './errors';
 
-export const isTerminal = (run: Pick<RunView, 'status'>) => TERMINAL_STATUSES.includes(run.status);
+export const isTerminal = isTerminalRun;
 
 export type SocketFactory = (url: string, opts: { token: string }) => Socket;
 
@@ -43,248 +34,118 @@ export interface FollowOptions {
 }
 
 /**
- * Follows a run's log live over `/live`, exactly once per line: it keeps the last seq it printed,
- * drops anything at or below it, fills any gap from REST, and rejoins with `afterSeq` after every
- * reconnect. While the socket is down (or the hub has no `/live`), it pages the REST log instead.
- * Resolves with the finished run once every line has been printed.
+ * `dryft logs --follow`: the shared exactly-once `RunFollower` (libs) over a Node socket, printing
+ * each line once, in order. While the socket is down (or the hub has no `/live`), the follower
+ * pages the REST log instead. Resolves with the finished run once every line has been printed.
  */
 export class LogFollower {
-  last: number;
-  private chain: Promise<void> = Promise.resolve();
   private socket?: Socket;
-  private joined = false;
-  private finishing = false;
+  private follower?: RunFollower;
   private settled = false;
-  private offlineSince: number | null = null;
-  private lostNoticeShown = false;
-  private timer?: NodeJS.Timeout;
-  private polls = 0;
-  private resolveRun!: (run: RunView) => void;
-  private rejectRun!: (err: unknown) => void;
-  /** How many lines arrived over the socket and over REST (for tests and diagnostics). */
-  readonly stats = { socketLines: 0, restLines: 0, duplicates: 0, joins: 0, gapsFilled: 0 };
 
-  constructor(private readonly o: FollowOptions) {
-    this.last = o.afterSeq ?? 0;
-  }
+  constructor(private readonly o: FollowOptions) {}
 
   private get pollMs(): number {
     return this.o.pollMs ?? 2000;
   }
 
+  /** The last seq printed. */
+  get last(): number {
+    return this.follower?.last ?? this.o.afterSeq ?? 0;
+  }
+
+  /** How many lines arrived over the socket and over REST (for tests and diagnostics). */
+  get stats(): RunFollower['stats'] {
+    return this.follower!.stats;
+  }
+
   run(): Promise<RunView> {
-    const done = new Promise<RunView>((resolve, reject) => {
-      this.resolveRun = resolve;
-      this.rejectRun = reject;
+    const socket = (this.o.socketFactory ?? defaultSocketFactory)(this.o.api.baseUrl, {
+      token: this.o.token,
     });
-    this.connect();
-    this.schedule(0);
+    this.socket = socket;
+    // socket.io does not reconnect after a server kick nor after a refused handshake: we do.
+    socket.on('disconnect', (reason) => {
+      if (reason === 'io server disconnect') setTimeout(() => !this.settled && socket.connect(), 500).unref();
+    });
+    socket.on('connect_error', () => {
+      if (!socket.active)
+        setTimeout(() => !this.settled && socket.connect(), Math.max(this.pollMs, 2000)).unref();
+    });
+    const runId = this.o.runId;
+    const done = new Promise<RunView>((resolve, reject) => {
+      this.follower = new RunFollower(
+        socketRunTransport(socket, {
+          logs: (id, after, limit) =>
+            this.o.api.call(LogsPage, `/api/runs/${encodeURIComponent(id)}/logs`, {
+              query: { after, limit },
+              timeoutMs: 15_000,
+            }),
+          run: (id) => this.o.api.call(RunView, `/api/runs/${encodeURIComponent(id)}`),
+        }),
+        {
+          runId,
+          afterSeq: this.o.afterSeq,
+          pageSize: 500,
+          pollMs: this.pollMs,
+          pollAtOnce: true,
+          safetyNetEvery: 5,
+          transient: (err) => err instanceof NetworkError || (err instanceof ApiError && err.status >= 500),
+          maxOfflineMs: this.o.maxOfflineMs ?? 15 * 60_000,
+        },
+        {
+          lines: (lines) => {
+            for (const line of lines) this.o.onLine(line);
+          },
+          status: (r) => this.o.onStatus?.(r),
+          notice: (n) => {
+            const say = this.o.onNotice;
+            if (n.kind === 'live_lost')
+              say?.(
+                `Live connection lost (${n.reason}); reconnecting, and reading the log over REST meanwhile.`,
+              );
+            else if (n.kind === 'live_restored') say?.('Live connection restored.');
+            else say?.('Cannot reach the API; retrying until it answers again.');
+          },
+          joinFailed: ({ code, message }, answered) => {
+            if (!answered) return; // no ack (dropped again, or a hub without /live): REST carries on.
+            if (/auth|token|sign_in|forbidden|denied|permission/i.test(code))
+              return reject(new CliError(EXIT.auth, `Cannot follow run ${runId}: ${message}`, code));
+            if (/not_found|unknown/i.test(code))
+              return reject(
+                new CliError(
+                  EXIT.badInput,
+                  `Run ${runId} was not found: ${message}. Copy the full Run ID from the run page.`,
+                  code,
+                ),
+              );
+            this.o.onNotice?.(`Live log refused (${code}: ${message}); following over REST instead.`);
+          },
+          // The hub took this token's access away: say why and stop, instead of retrying forever.
+          revoked: (e) =>
+            reject(
+              new CliError(
+                EXIT.auth,
+                `Stopped following run ${runId}: ${e.message} (${e.reason}, after line ${this.last}).`,
+                e.reason,
+              ),
+            ),
+          ended: resolve,
+          failed: reject,
+        },
+      );
+    });
+    this.follower!.start();
     return done.finally(() => this.stop());
   }
 
   stop(): void {
     this.settled = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.follower?.stop();
     if (this.socket) {
       this.socket.removeAllListeners();
       this.socket.disconnect();
     }
-  }
-
-  private enqueue(task: () => Promise<void>): void {
-    this.chain = this.chain.then(async () => {
-      if (this.settled) return;
-      try {
-        await task();
-      } catch (err) {
-        this.fail(err);
-      }
-    });
-  }
-
-  private fail(err: unknown): void {
-    if (this.settled) return;
-    this.rejectRun(err);
-  }
-
-  private emit(line: LogLine): void {
-    this.last = line.seq;
-    this.o.onLine(line);
-  }
-
-  private connect(): void {
-    const socket = (this.o.socketFactory ?? defaultSocketFactory)(this.o.api.baseUrl, {
-      token: this.o.token,
-    });
-    this.socket = socket;
-    socket.on('connect', () => {
-      this.joined = false;
-      // The cursor is read in order with everything already printed; the ack is not awaited in the
-      // queue, so a hub that never answers cannot hold up the lines (REST carries on meanwhile).
-      this.enqueue(async () => {
-        const afterSeq = this.last;
-        socket
-          .timeout(10_000)
-          .emitWithAck('run.join', { runId: this.o.runId, afterSeq })
-          .then(
-            (raw: unknown) => this.enqueue(async () => this.onJoinAck(socket, raw)),
-            () => undefined, // no ack (dropped again, or a hub without /live): REST polling carries on.
-          );
-      });
-    });
-    socket.on('run.log', (payload: unknown) => {
-      const parsed = RunLogEvent.safeParse(payload);
-      if (!parsed.success || parsed.data.runId !== this.o.runId) return;
-      this.enqueue(() => this.acceptLive(parsed.data.lines));
-    });
-    socket.on('run.status', (payload: unknown) => {
-      const parsed = RunStatusEvent.safeParse(payload);
-      if (!parsed.success || parsed.data.run.id !== this.o.runId) return;
-      this.o.onStatus?.(parsed.data.run);
-      if (isTerminal(parsed.data.run)) this.startFinishing();
-    });
-    socket.on('run.result', (payload: unknown) => {
-      if ((payload as { runId?: string })?.runId === this.o.runId) this.startFinishing();
-    });
-    socket.on('access.revoked', (payload: unknown) => {
-      const parsed = AccessRevokedEvent.safeParse(payload);
-      if (!parsed.success) return;
-      const e = parsed.data;
-      if (e.teamId !== null && !e.runIds.includes(this.o.runId)) return;
-      // The hub took this token's access away: say why and stop, instead of retrying forever.
-      this.fail(
-        new CliError(
-          EXIT.auth,
-          `Stopped following run ${this.o.runId}: ${e.message} (${e.reason}, after line ${this.last}).`,
-          e.reason,
-        ),
-      );
-    });
-    socket.on('disconnect', (reason) => {
-      const wasJoined = this.joined;
-      this.joined = false;
-      if (this.settled) return;
-      if (wasJoined && !this.lostNoticeShown) {
-        this.o.onNotice?.(
-          `Live connection lost (${reason}); reconnecting, and reading the log over REST meanwhile.`,
-        );
-        this.lostNoticeShown = true;
-      }
-      if (reason === 'io server disconnect') setTimeout(() => !this.settled && socket.connect(), 500).unref();
-      this.schedule(0);
-    });
-    socket.on('connect_error', () => {
-      this.joined = false;
-      // A refused handshake is not retried by socket.io itself; try again later, REST meanwhile.
-      if (!socket.active)
-        setTimeout(() => !this.settled && socket.connect(), Math.max(this.pollMs, 2000)).unref();
-    });
-  }
-
-  private onJoinAck(socket: Socket, raw: unknown): void {
-    if (!socket.connected) return;
-    const parsed = JoinAck.safeParse(raw);
-    if (!parsed.success) return;
-    const ack = parsed.data;
-    this.stats.joins += 1;
-    if (!ack.ok) {
-      const code = ack.error?.code ?? 'join_refused';
-      const message = ack.error?.message ?? 'the hub refused to join this run';
-      if (/auth|token|sign_in|forbidden|denied|permission/i.test(code))
-        throw new CliError(EXIT.auth, `Cannot follow run ${this.o.runId}: ${message}`, code);
-      if (/not_found|unknown/i.test(code))
-        throw new CliError(
-          EXIT.badInput,
-          `Run ${this.o.runId} was not found: ${message}. Copy the full Run ID from the run page.`,
-          code,
-        );
-      this.o.onNotice?.(`Live log refused (${code}: ${message}); following over REST instead.`);
-      return;
-    }
-    this.joined = true;
-    this.offlineSince = null;
-    if (this.lostNoticeShown) {
-      this.o.onNotice?.('Live connection restored.');
-      this.lostNoticeShown = false;
-    }
-    if (ack.run) {
-      this.o.onStatus?.(ack.run);
-      if (isTerminal(ack.run)) this.startFinishing();
-    }
-  }
-
-  private startFinishing(): void {
-    if (this.finishing) return;
-    this.finishing = true;
-    this.schedule(0);
-  }
-
-  /** Lines from the socket: drop duplicates, fill gaps from REST, print in order. */
-  private async acceptLive(lines: LogLine[]): Promise<void> {
-    for (const line of [...lines].sort((a, b) => a.seq - b.seq)) {
-      if (line.seq <= this.last) {
-        this.stats.duplicates += 1;
-        continue;
-      }
-      if (line.seq > this.last + 1) {
-        this.stats.gapsFilled += 1;
-        await this.page(line.seq - 1);
-        if (line.seq <= this.last) continue;
-      }
-      this.stats.socketLines += 1;
-      this.emit(line);
-    }
-  }
-
-  /** Pages the REST log after `last` (up to `upTo` when given). Returns the last page's `complete`. */
-  private async page(upTo = Number.POSITIVE_INFINITY): Promise<boolean> {
-    for (;;) {
-      const page = await this.o.api.call(LogsPage, `/api/runs/${encodeURIComponent(this.o.runId)}/logs`, {
-        query: { after: this.last, limit: 500 },
-        timeoutMs: 15_000,
-      });
-      const fresh = page.items.filter((l) => l.seq > this.last).sort((a, b) => a.seq - b.seq);
-      for (const line of fresh) {
-        if (line.seq > upTo) break;
-        this.stats.restLines += 1;
-        this.emit(line);
-      }
-      if (page.complete && fresh.every((l) => l.seq <= this.last)) return true;
-      if (fresh.length === 0 || this.last >= upTo) return false;
-    }
-  }
-
-  private schedule(delay: number): void {
-    if (this.settled) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.enqueue(() => this.tick()), delay);
-  }
-
-  /** REST polling: always while not joined or finishing; every fifth period as a safety net otherwise. */
-  private async tick(): Promise<void> {
-    this.polls += 1;
-    const due = !this.joined || this.finishing || this.polls % 5 === 0;
-    if (due) {
-      try {
-        const complete = await this.page();
-        this.offlineSince = null;
-        if (complete) {
-          const run = await this.o.api.call(RunView, `/api/runs/${encodeURIComponent(this.o.runId)}`);
-          this.resolveRun(run);
-          return;
-        }
-      } catch (err) {
-        if (!(err instanceof NetworkError) && !(err instanceof ApiError && err.status >= 500)) throw err;
-        const now = Date.now();
-        this.offlineSince ??= now;
-        if (!this.lostNoticeShown) {
-          this.o.onNotice?.('Cannot reach the API; retrying until it answers again.');
-          this.lostNoticeShown = true;
-        }
-        if (now - this.offlineSince > (this.o.maxOfflineMs ?? 15 * 60_000)) throw err;
-      }
-    }
-    this.schedule(this.pollMs);
   }
 }
 

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
 import { ApiClient } from '../src/http';
 import { CliError, EXIT } from '../src/errors';
-import { LogFollower } from '../src/live';
+import { LogFollower, type FollowOptions } from '../src/live';
 import { runView, TOKEN } from './helpers';
 
 const RUN = runView().id as string;
@@ -14,7 +14,7 @@ const RUN = runView().id as string;
  * A stand-in hub with the `/live` contract and the REST log: the test appends lines, breaks the
  * connection and finishes the run, and the follower must print every line exactly once, in order.
  */
-async function fakeHub(opts: { live?: boolean } = {}) {
+async function fakeHub(opts: { live?: boolean; refuse?: { code: string; message: string } } = {}) {
   const lines: LogLine[] = [];
   let status: 'running' | 'succeeded' = 'running';
   const joins: number[] = [];
@@ -46,6 +46,7 @@ async function fakeHub(opts: { live?: boolean } = {}) {
     live.on('connection', (socket) => {
       socket.on('run.join', (body: { runId: string; afterSeq: number }, ack: (a: unknown) => void) => {
         joins.push(body.afterSeq);
+        if (opts.refuse) return ack({ ok: false, error: opts.refuse });
         void socket.join(`run:${body.runId}`);
         ack({ ok: true, run: runView({ status, lastLogSeq: lines.length }) });
         // Replay, plus a duplicate of the line just before the cursor, to be dropped.
@@ -118,16 +119,17 @@ const until = async (cond: () => boolean, ms = 5000) => {
   }
 };
 
+type Hub = Awaited<ReturnType<typeof fakeHub>>;
+const followerOf = (hub: Hub, o: Omit<FollowOptions, 'api' | 'token' | 'runId'>) =>
+  new LogFollower({ api: new ApiClient(hub.url, TOKEN, 'test', 10), token: TOKEN, runId: RUN, ...o });
+
 describe('LogFollower', () => {
   it('prints every line once, in order, across duplicates, a gap, a dropped transport and a server kick', async () => {
     const hub = await fakeHub();
     closers.push(hub.close);
     hub.append(5); // before the follower joins: comes by replay
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 50,
       onLine: (l) => printed.push(l.seq),
     });
@@ -154,10 +156,7 @@ describe('LogFollower', () => {
     closers.push(hub.close);
     hub.append(5);
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 60_000, // the REST safety net stays out of the way: the socket does the work
       onLine: (l) => printed.push(l.seq),
     });
@@ -188,10 +187,7 @@ describe('LogFollower', () => {
     closers.push(hub.close);
     hub.append(4);
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 60_000,
       onLine: (l) => printed.push(l.seq),
     });
@@ -205,15 +201,54 @@ describe('LogFollower', () => {
     expect(err.message).toMatch(/was revoked.*after line 4/);
   });
 
+  it('a refused join stops with the hub message: exit 3 for access, exit 2 for an unknown run', async () => {
+    const follow = async (refuse: { code: string; message: string }) => {
+      const hub = await fakeHub({ refuse });
+      closers.push(hub.close);
+      const follower = followerOf(hub, {
+        pollMs: 60_000,
+        onLine: () => undefined,
+      });
+      return (await follower.run().catch((e: unknown) => e)) as CliError;
+    };
+    const auth = await follow({ code: 'sign_in_required', message: 'Sign in to follow runs.' });
+    expect(auth).toBeInstanceOf(CliError);
+    expect(auth.exitCode).toBe(EXIT.auth);
+    expect(auth.message).toBe(`Cannot follow run ${RUN}: Sign in to follow runs.`);
+    const missing = await follow({ code: 'run_not_found', message: `No run ${RUN} in your team` });
+    expect(missing.exitCode).toBe(EXIT.badInput);
+    expect(missing.message).toBe(
+      `Run ${RUN} was not found: No run ${RUN} in your team. Copy the full Run ID from the run page.`,
+    );
+  });
+
+  it('a join refused for another reason is said once, and the log is read over REST', async () => {
+    const hub = await fakeHub({ refuse: { code: 'database_unavailable', message: 'The database is down.' } });
+    closers.push(hub.close);
+    hub.append(3);
+    const printed: number[] = [];
+    const notices: string[] = [];
+    const follower = followerOf(hub, {
+      pollMs: 30,
+      onLine: (l) => printed.push(l.seq),
+      onNotice: (m) => notices.push(m),
+    });
+    const done = follower.run();
+    await until(() => printed.length === 3);
+    hub.finish();
+    await done;
+    expect(printed).toEqual([1, 2, 3]);
+    expect(notices).toEqual([
+      'Live log refused (database_unavailable: The database is down.); following over REST instead.',
+    ]);
+  });
+
   it('falls back to REST paging when the hub has no /live namespace', async () => {
     const hub = await fakeHub({ live: false });
     closers.push(hub.close);
     hub.append(3);
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       pollMs: 30,
       onLine: (l) => printed.push(l.seq),
     });
@@ -232,10 +267,7 @@ describe('LogFollower', () => {
     hub.append(10);
     hub.finish();
     const printed: number[] = [];
-    const follower = new LogFollower({
-      api: new ApiClient(hub.url, TOKEN, 'test', 10),
-      token: TOKEN,
-      runId: RUN,
+    const follower = followerOf(hub, {
       afterSeq: 6,
       pollMs: 50,
       onLine: (l) => printed.push(l.seq),

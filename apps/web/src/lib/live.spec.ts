@@ -3,8 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Server } from 'socket.io';
 import { io } from 'socket.io-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AccessRevokedEvent } from '@dryft/libs';
-import { createLiveSocket, keepConnected, reconnectDelay, revokesRun } from './live';
+import { createLiveSocket, keepConnected, reconnectDelay } from './live';
 
 /** A real socket.io server on loopback with a `/live` namespace that counts connections. */
 async function liveServer(opts: { refuseFirst?: boolean } = {}) {
@@ -91,20 +90,5 @@ describe('live socket', () => {
     expect(reconnectDelay(3, () => 1)).toBe(2000);
     expect(reconnectDelay(10, () => 1)).toBe(5000);
     expect(reconnectDelay(50, () => 0)).toBe(2500);
-  });
-
-  it('tells whether an access.revoked event ends the live view of a run', () => {
-    const e = (p: Partial<AccessRevokedEvent>): AccessRevokedEvent => ({
-      reason: 'member_removed',
-      message: 'removed',
-      teamId: 'team-a',
-      rooms: [],
-      runIds: [],
-      ...p,
-    });
-    expect(revokesRun(e({ teamId: null, reason: 'logged_out' }), 'run-1', 'team-a')).toBe(true);
-    expect(revokesRun(e({ runIds: ['run-1'] }), 'run-1', 'team-b')).toBe(true);
-    expect(revokesRun(e({}), 'run-1', 'team-a')).toBe(true);
-    expect(revokesRun(e({}), 'run-1', 'team-b')).toBe(false);
   });
 });

@@ -3,9 +3,13 @@ import {
   JoinAck,
   LiveServerToClient,
   refusal,
-  type AccessRevokedEvent,
   type LiveServerEvents,
+  type LogsPage,
+  type RunFollowerTransport,
+  type RunView,
+  socketRunTransport,
 } from '@dryft/libs';
+import { api } from './api';
 
 /**
  * One `/live` socket for the tab. The session cookie authenticates it at the handshake; signed-out
@@ -73,14 +77,6 @@ export function liveSocket(): Socket {
   return socket;
 }
 
-/**
- * Whether an `access.revoked` event ends the live view of a run of `teamId`: the credential is gone
- * (teamId null), the team's rooms were left, or the run is named.
- */
-export function revokesRun(e: AccessRevokedEvent, runId: string, teamId: string | null | undefined): boolean {
-  return e.teamId === null || e.runIds.includes(runId) || (teamId != null && e.teamId === teamId);
-}
-
 /** After sign-in or sign-out the handshake must be redone with the new cookie. */
 export function resetLive(): void {
   if (socket) {
@@ -126,4 +122,12 @@ export function onConnected(join: () => void): () => void {
   return () => {
     s.off('connect', join);
   };
+}
+
+/** The tab's `/live` socket and the REST API as the transport of a run follower (`RunFollower` in libs). */
+export function runFollowerTransport(): RunFollowerTransport {
+  return socketRunTransport(liveSocket(), {
+    logs: (runId, after, limit) => api<LogsPage>(`/api/runs/${runId}/logs?after=${after}&limit=${limit}`),
+    run: (runId) => api<RunView>(`/api/runs/${runId}`),
+  });
 }

@@ -101,17 +101,6 @@ export class LogBuffer {
     return added;
   }
 
-  /** Ranges of missing seqs between 1 and lastSeq, as [afterSeq, beforeSeq) pairs to fetch. */
-  gaps(): { after: number; before: number }[] {
-    const out: { after: number; before: number }[] = [];
-    let expected = 1;
-    for (const line of this.lines) {
-      if (line.seq > expected) out.push({ after: expected - 1, before: line.seq });
-      expected = line.seq + 1;
-    }
-    return out;
-  }
-
   /** Indexes of rows whose plain text contains the query (case-insensitive). */
   search(query: string): number[] {
     const q = query.toLowerCase();

@@ -1,0 +1,35 @@
+import { RunView } from '../src';
+
+export const RUN_ID = '11111111-1111-4111-8111-111111111111';
+export const TEAM_ID = '33333333-3333-4333-8333-333333333333';
+
+/** A valid run view (parsed by the libs schema), running on gpu-1, for tests of live following. */
+export const runView = (over: Partial<RunView> = {}): RunView =>
+  RunView.parse({
+    id: RUN_ID,
+    submissionId: '22222222-2222-4222-8222-222222222222',
+    submissionName: 'upload #1',
+    benchmarkId: 'toy-decode',
+    teamId: TEAM_ID,
+    createdBy: '44444444-4444-4444-8444-444444444444',
+    mode: 'public',
+    tier: null,
+    dataset: null,
+    status: 'running',
+    failureCode: null,
+    message: null,
+    cancelReason: null,
+    queuePosition: null,
+    score: null,
+    rulesVersion: 1,
+    invalidated: false,
+    invalidatedReason: null,
+    agentName: 'gpu-1',
+    createdAt: '2026-11-30T05:00:00.000Z',
+    assignedAt: null,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+    lastLogSeq: 0,
+    ...over,
+  });
