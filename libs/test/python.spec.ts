@@ -49,6 +49,11 @@ print(json.dumps(out))
 }
 
 const VALID: Record<string, string> = {
+  // a backslash inside the indentation (found by the mutation test): one at column 0 lets the next
+  // line's spaces count; one after whitespace fixes the level whatever follows
+  indent_continued_from_0: 'class A:\n    x = 1\n\\\n    y = 2\n',
+  indent_continued_at_4: 'class A:\n    x = 1\n    \\\ny = 2\n',
+  indent_continued_to_blank: 'class A:\n    x = 1\n\\\n\n    y = 2\n',
   escapes_that_compile:
     "a = '\\\\u' r'\\u' '\\d'\nb = b'\\u' b'\\N'\nc = '\\x41\\u00e9\\U0001F600\\N{BULLET}'\n",
   fstring_starred_tuple: 'x = f"{*a, b}"\n',
@@ -181,6 +186,9 @@ const INVALID: Record<string, string> = {
   comprehension_target_literal: '[x for 1 in y]\n',
   nested_def_error: 'class A:\n    def f(self):\n        return (\n    def g(self): pass\n',
   null_byte: 'x = 1\u0000\n',
+  // a backslash inside the indentation: the first one after whitespace fixes the line's level
+  indent_continued_at_2: 'class A:\n    x = 1\n  \\\n  y = 2\n',
+  indent_continued_from_0_to_8: 'class A:\n    x = 1\n\\\n        y = 2\n',
 };
 
 describe('Python 3.11 syntax check, CPython as the oracle', () => {

@@ -224,8 +224,20 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
       // size 1 to catch inconsistent mixing, as CPython does).
       let col = 0;
       let alt = 0;
+      // CPython's tokenizer lets a backslash continue the indentation onto the next physical line:
+      // the first backslash preceded by whitespace fixes the line's indentation (one at column 0
+      // does not, and the count goes on on the next line).
+      let continuedAt = 0;
       while (pos < text.length) {
         const c = text[pos];
+        if (c === '\\' && pos === text.length - 1 && i + 1 < lines.length) {
+          continuedAt = continuedAt || col;
+          i += 1;
+          text = lines[i];
+          lineNo = i + 1;
+          pos = 0;
+          continue;
+        }
         if (c === ' ') {
           col += 1;
           alt += 1;
@@ -238,6 +250,7 @@ function tokenizeInto(src: string, opts: { inner?: boolean }, toks: Token[]): vo
         } else break;
         pos += 1;
       }
+      if (continuedAt) col = alt = continuedAt;
       const rest = text.slice(pos);
       if (rest === '' || rest.startsWith('#')) {
         // Blank and comment-only lines do not count for indentation.
