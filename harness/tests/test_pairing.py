@@ -7,6 +7,8 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from conftest import HARNESS, TOY_BASELINE, run_harness, toy_spec
 
 sys.path.insert(0, str(HARNESS))
@@ -94,12 +96,18 @@ def test_spread_is_the_interquartile_range_over_the_median():
 
 def test_adaptive_stopping_rule():
     # below the minimum: always more; at the cap: never; in between: while wider than the target
-    assert pairing.more_pairs(0, 5, 20, None, 3.0)
-    assert pairing.more_pairs(4, 5, 20, 1.0, 3.0)
-    assert not pairing.more_pairs(5, 5, 20, 2.9, 3.0)
-    assert pairing.more_pairs(5, 5, 20, 3.1, 3.0)
-    assert not pairing.more_pairs(20, 5, 20, 50.0, 3.0)
-    assert not pairing.more_pairs(5, 5, 20, 50.0, None)  # no target: the minimum only
+    assert pairing.more_pairs(0, 6, 20, None, 3.0)
+    assert pairing.more_pairs(4, 6, 20, 1.0, 3.0)
+    assert not pairing.more_pairs(6, 6, 20, 2.9, 3.0)
+    assert pairing.more_pairs(6, 6, 20, 3.1, 3.0)
+    assert not pairing.more_pairs(20, 6, 20, 50.0, 3.0)
+    assert not pairing.more_pairs(6, 6, 20, 50.0, None)  # no target: the minimum only
+    # stops only after a whole ABBA block, so each engine went first equally often ...
+    assert pairing.more_pairs(5, 5, 20, 1.0, 3.0) and not pairing.more_pairs(6, 5, 20, 1.0, 3.0)
+    assert pairing.more_pairs(7, 6, 20, 1.0, 3.0)
+    assert pairing.more_pairs(5, 5, 20, 50.0, None)
+    # ... except at the cap, which holds whatever the count
+    assert not pairing.more_pairs(7, 5, 7, 50.0, 3.0)
 
 
 def test_adaptive_loop_stops_where_the_interval_is_narrow_enough():
@@ -116,7 +124,7 @@ def test_adaptive_loop_stops_where_the_interval_is_narrow_enough():
 
     steady_n, steady_hw = pairs_needed(0.01, 3)
     noisy_n, noisy_hw = pairs_needed(0.2, 3)
-    assert steady_n == 5 and steady_hw <= 3.0
+    assert steady_n == 6 and steady_hw <= 3.0  # the minimum, 5, made a whole ABBA block
     assert noisy_n == 40 and noisy_hw > 3.0
 
 
@@ -216,3 +224,36 @@ def test_both_children_run_with_one_fixed_hash_seed(tmp_path, make_engine):
     want = subprocess.run([sys.executable, "-c", "print(hash('dryft'))"], env={"PYTHONHASHSEED": "0"},
                           capture_output=True, text=True, check=True).stdout.strip()
     assert seen == [[want, "0"], [want, "0"]], run.stdout
+
+
+def test_engine_cpus_pin_both_children_to_one_set(tmp_path, make_engine):
+    # The agent's slots[].cpus reaches the harness as DRYFT_ENGINE_CPUS; both children inherit it.
+    from harness.decode.cpus import parse_cpu_list
+    assert parse_cpu_list("4-7,9") == {4, 5, 6, 7, 9} and parse_cpu_list("0") == {0}
+    for bad in ("", "a", "3-", "7-4", "1,,2"):
+        with pytest.raises(ValueError):
+            parse_cpu_list(bad)
+    engine = make_engine('''
+        import os
+        from base import Engine as _Base
+
+        class Engine(_Base):
+            def __init__(self, model_path):
+                super().__init__(model_path)
+                print(f"cpus-check {sorted(os.sched_getaffinity(0))}", flush=True)
+    ''')
+    spec = toy_spec("official", baselineEngine=str(engine), samplesPerWorkload=2, maxPairs=2,
+                    checks={"maxRatioSpreadPct": 10000}, baseline=None)
+    os.environ["DRYFT_ENGINE_CPUS"] = "0"
+    try:
+        run = run_harness(spec, engine, tmp_path)
+        os.environ["DRYFT_ENGINE_CPUS"] = "0-100000"
+        refused = run_harness(spec, engine, tmp_path)
+    finally:
+        del os.environ["DRYFT_ENGINE_CPUS"]
+    assert run.result["status"] == "succeeded", run.result
+    assert [line for line in run.stdout.splitlines() if line.startswith("cpus-check")] == ["cpus-check [0]"] * 2
+    assert any(e["message"].startswith("engine CPUs: 0 ") for e in run.of("log"))
+    res = refused.result
+    assert res["status"] == "failed" and res["failureCode"] == "harness_error", res
+    assert "DRYFT_ENGINE_CPUS='0-100000' cannot be used" in res["message"] and "slots[].cpus" in res["message"]

@@ -12,6 +12,15 @@ export const SlotConfig = z.object({
   index: z.number().int().nonnegative(),
   /** CUDA device ids this slot owns (its /dev/nvidiaN nodes are the only GPUs its sandbox sees). */
   gpus: z.array(z.string().regex(/^\d+$/, 'a GPU id is the number N of /dev/nvidiaN')).default([]),
+  /**
+   * CPUs the slot's harness and engine children are pinned to, as `taskset -c` takes them ("4-7",
+   * "0,2,4"). Both children of an official run then share one CPU set, so placement is no
+   * difference between baseline and candidate, and slots stop taking each other's cores.
+   */
+  cpus: z
+    .string()
+    .regex(/^\d+(-\d+)?(,\d+(-\d+)?)*$/, 'a CPU list as taskset -c takes it, such as "4-7" or "0,2,4"')
+    .optional(),
 });
 
 export const AgentConfigFile = z.object({

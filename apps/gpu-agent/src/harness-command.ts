@@ -98,6 +98,8 @@ export async function harnessLaunch(o: {
     PYTHONUNBUFFERED: '1',
     TERM: 'dumb',
   };
+  const cpus = config.slots.find((s) => s.index === assign.slot)?.cpus;
+  if (cpus) env.DRYFT_ENGINE_CPUS = cpus;
   if (!o.sandboxed) {
     // Development only (--insecure-no-sandbox): the slot's GPUs by CUDA_VISIBLE_DEVICES, nothing more.
     if (o.gpus.length) env.CUDA_VISIBLE_DEVICES = o.gpus.join(',');

@@ -195,6 +195,34 @@ describe('RunJob: the lifecycle of one run', () => {
     expect(leftovers(a.runId)).toEqual([]);
   });
 
+  it("hands the slot's CPU list to the harness (DRYFT_ENGINE_CPUS), and nothing for a slot without one", async () => {
+    const script = [
+      'echo "cpus=[${DRYFT_ENGINE_CPUS-unset}]"',
+      `printf '%s\\n' '${JSON.stringify(RESULT)}' >&3`,
+    ].join('; ');
+    const pinned = config(script);
+    pinned.slots = [{ index: 0, gpus: [], cpus: '0,1' }];
+    const out: string[][] = [];
+    for (const cfg of [pinned, config(script)]) {
+      const t = host(cfg);
+      await new RunJob(assign(), t.h, []).execute();
+      expect(t.finished).toHaveLength(1);
+      out.push(
+        t
+          .lines()
+          .filter((l) => l.stream === 'out')
+          .map((l) => l.text),
+      );
+    }
+    expect(out).toEqual([['cpus=[0,1]'], ['cpus=[unset]']]);
+    // the config refuses what taskset would not take, saying what to write
+    const { SlotConfig } = await import('../src/config');
+    expect(SlotConfig.safeParse({ index: 0, cpus: '4-7,9' }).success).toBe(true);
+    const bad = SlotConfig.safeParse({ index: 0, cpus: '4-' });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0].message).toMatch(/taskset -c .*"4-7"/);
+  });
+
   it('stops and reports nothing when the hub refuses a batch for good; still wipes everything', async () => {
     const t = host(config('echo "engine output"; sleep 30'), (b) =>
       b.entries.some((e) => e.type === 'log' && e.stream === 'out')

@@ -41,6 +41,7 @@ from .engineproc import EngineFailure, EngineProcess, Sample
 from ..events import RunFailure
 from .memory import make_measurer
 from ..spec import validate_decode_spec
+from . import cpus as cpus_mod
 from . import pairing
 from .prompts import prompts as make_prompts
 
@@ -340,8 +341,18 @@ class DecodeRun:
         events.result("succeeded", text, None, None, self.summaries, self.metrics,
                       baseline={"hardware": hardware, "samples": n, "workloads": workloads})
 
+    def pin_cpus(self) -> None:
+        try:
+            cpus = cpus_mod.pin_from_env()
+        except (ValueError, OSError) as exc:
+            raise HarnessFailure("harness_error", f"{cpus_mod.ENGINE_CPUS_ENV}={os.environ.get(cpus_mod.ENGINE_CPUS_ENV)!r} cannot be used: {exc}. "
+                                 "The agent sets it from slots[].cpus in its config; give CPUs this machine has.")
+        if cpus:
+            self.events.log(f"engine CPUs: {cpus} (the harness and every engine child, from the agent's slots[].cpus)")
+
     def run(self) -> None:
         spec, events = self.spec, self.events
+        self.pin_cpus()
         if spec["mode"] == "baseline":
             self.remeasure()
             return
