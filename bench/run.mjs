@@ -47,6 +47,11 @@ const dataDir = path.join(root, '.data', `bench-${stamp}`);
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (m) => console.log(`[bench] ${m}`);
+/** A process's CPU time so far in ms (user + system, Linux): what its work cost, whatever the load. */
+const cpuMs = (child) => {
+  const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+};
 
 function pct(xs, p) {
   if (xs.length === 0) return NaN;
@@ -517,7 +522,11 @@ async function main() {
     return readerSlugs;
   };
   const load1 = () => os.loadavg()[0].toFixed(2);
-  const median = (xs) => pct(xs, 50);
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  };
   /** Pairs of (Dryft, bare) measurements, the order alternating (D B, B D, …) so drift cancels. */
   const pairs = async (n, dryft, bare) => {
     const out = [];
@@ -579,11 +588,13 @@ async function main() {
       const rounds = [];
       for (let round = 0; round < 3; round++) {
         at.length = 0;
+        const cpu0 = procs.reduce((sum, p) => sum + cpuMs(p), 0);
         const t0 = await trigger();
         const end = Date.now() + 10_000;
         while (at.length < SPECTATORS && Date.now() < end) await sleep(10);
         const lat = at.map((t) => t - t0);
-        rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length });
+        const cpu = procs.reduce((sum, p) => sum + cpuMs(p), 0) - cpu0;
+        rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length, cpu });
         await sleep(300);
       }
       for (const s of socks) s.terminate();
@@ -594,6 +605,7 @@ async function main() {
         p99: worst('p99'),
         got: Math.min(...rounds.map((r) => r.got)),
         kib: perSocket / 1024,
+        cpu: median(rounds.map((r) => r.cpu)),
         bytes: Math.max(...sizes),
       };
     };
@@ -630,7 +642,18 @@ async function main() {
     boardAgent.socket.close();
     pairRows(`leaderboard change -> ${SPECTATORS} sockets p50 (ms, worst of 3 rounds)`, fan, 'p50');
     pairRows(`leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3 rounds)`, fan, 'p99', '≤ 1.2×');
-    pairRows('memory per spectator socket (KiB: resident growth / sockets)', fan, 'kib');
+    pairRows(
+      'server CPU per change (ms, median of 3 rounds; Dryft: storing the result, the board query and the broadcast)',
+      fan,
+      'cpu',
+    );
+    // The first pair only: a second set of sockets reuses the heap the first one grew.
+    rows.push([
+      'memory per spectator socket (KiB: resident growth / sockets, first pair)',
+      fan[0].d.kib,
+      fan[0].b.kib,
+      '',
+    ]);
     rows.push([
       'update message to a spectator, largest of the rounds (bytes on the wire)',
       Math.max(...fan.map((p) => p.d.bytes)),
@@ -667,11 +690,17 @@ async function main() {
     writeFileSync(pagesFile, JSON.stringify(pages));
     const barePort = await freePort();
     const bare = `http://127.0.0.1:${barePort}`;
-    startProcess('bare-http', [path.join(root, 'bench/bare-http.mjs'), pagesFile], {
+    const bareProc = startProcess('bare-http', [path.join(root, 'bench/bare-http.mjs'), pagesFile], {
       PORT: String(barePort),
     });
     await waitHttp(`${bare}${board}`);
-    const load = (base, ps, headers = {}) =>
+    const load = async (base, ps, headers = {}) => {
+      const server = base === api ? apiProc : bareProc;
+      const cpu0 = cpuMs(server);
+      const r = await loadOnly(base, ps, headers);
+      return { ...r, cpuUs: ((cpuMs(server) - cpu0) * 1000) / r.all };
+    };
+    const loadOnly = (base, ps, headers) =>
       new Promise((resolve, reject) => {
         const args = JSON.stringify({
           base,
@@ -712,6 +741,7 @@ async function main() {
     pairRows('public reads p50 (ms)', reads, 'p50');
     pairRows('public reads p99 (ms)', reads, 'p99', '≤ 50');
     pairRows('public reads max (ms)', reads, 'max');
+    pairRows('server CPU per read (µs: process CPU time / responses)', reads, 'cpuUs');
     rows.push([
       'public reads not 200 (of all)',
       `${reads.reduce((n, p) => n + others(p.d, '200'), 0)} / ${reads.reduce((n, p) => n + p.d.requests, 0)}`,
