@@ -26,6 +26,7 @@ const get = (path) =>
       (res) => {
         res.on('data', () => {});
         res.on('end', () => {
+          all++;
           if (measuring) {
             lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
             statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;

@@ -492,11 +492,8 @@ async function main() {
       });
       ws.on('error', reject);
     });
-  /** Both parts share one board of READ_TEAMS teams, each with an official result (scores 100…). */
-  let readerSlugs = null;
-  const readerBoard = async () => {
-    if (readerSlugs) return readerSlugs;
-    const engine = await packFolder(path.join(root, 'starters/toy-decode/engine'));
+  /** An idle agent on the first API process, one slot, for runs that finish at once. */
+  const readyAgent = async () => {
     const agent = fakeAgent(api, tokens[0]);
     await connectAll([agent.socket]);
     await agent.socket.emitWithAck('agent.ready', {
@@ -504,6 +501,14 @@ async function main() {
       slots: [{ index: 0, gpus: [] }],
       activeRuns: [],
     });
+    return agent;
+  };
+  /** Both parts share one board of READ_TEAMS teams, each with an official result (scores 100…). */
+  let readerSlugs = null;
+  const readerBoard = async () => {
+    if (readerSlugs) return readerSlugs;
+    const engine = await packFolder(path.join(root, 'starters/toy-decode/engine'));
+    const agent = await readyAgent();
     readerSlugs = [];
     for (let i = 0; i < READ_TEAMS; i++) {
       const u = await User.signIn(api, `bench-reader-${i}`);
@@ -609,13 +614,7 @@ async function main() {
         bytes: Math.max(...sizes),
       };
     };
-    const boardAgent = fakeAgent(api, tokens[0]);
-    await connectAll([boardAgent.socket]);
-    await boardAgent.socket.emitWithAck('agent.ready', {
-      capabilities: CAPS,
-      slots: [{ index: 0, gpus: [] }],
-      activeRuns: [],
-    });
+    const boardAgent = await readyAgent();
     let change = 0;
     const fan = await pairs(
       PAIRS,
