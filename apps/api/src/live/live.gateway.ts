@@ -179,7 +179,12 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         void this.channels.deliver(payload.runId, payload.lines);
     });
     this.nsp.on(REMOTE_PUBLIC_CHANGED, (change: unknown) => {
-      if (isPublicChange(change)) this.boards.apply(change);
+      if (!isPublicChange(change)) return;
+      this.boards.apply(change);
+      // The replica where the change happened broadcasts it to every replica's spectators: this
+      // one's last board is no longer theirs, so its next broadcast is the whole board, not a diff.
+      if (change.kind === 'people') this.boardsSent.clear();
+      else this.boardsSent.delete(change.benchmarkId);
     });
     if (this.sockets.clustered)
       this.boards.crossReplica((change) => this.nsp.serverSideEmit(REMOTE_PUBLIC_CHANGED, change));
