@@ -3,8 +3,10 @@ import { EventBus } from '../src/common/event-bus';
 import type { BenchmarksService } from '../src/benchmarks/benchmarks.service';
 import type { LeaderboardsService } from '../src/leaderboards/leaderboards.service';
 import { createServer } from 'node:http';
+import type { LeaderboardView } from '@dryft/libs';
 import type { AddressInfo } from 'node:net';
 import {
+  boardVersion,
   notModified,
   PUBLIC_CACHE_CONTROL,
   PublicSnapshots,
@@ -170,5 +172,23 @@ describe('sendSnapshot', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('boardVersion', () => {
+  it('is the same for the same board built at another time (another replica), and differs with the entries', () => {
+    const board = (updatedAt: string, score: number) =>
+      snapshot({
+        benchmarkId: 'b1',
+        rulesVersion: 1,
+        ranks: 'teams' as const,
+        entries: [{ rank: 1, name: 'A', teamSlug: 'a', userLogin: null, score }],
+        updatedAt,
+      } as unknown as LeaderboardView);
+    const a = board('2026-01-01T00:00:00Z', 1);
+    const b = board('2026-01-01T00:00:05Z', 1);
+    expect(a.etag).not.toBe(b.etag);
+    expect(boardVersion(a)).toBe(boardVersion(b));
+    expect(boardVersion(board('2026-01-01T00:00:00Z', 2))).not.toBe(boardVersion(a));
   });
 });

@@ -56,6 +56,23 @@ export function snapshot<T>(view: T): Snapshot<T> {
   return { view, body, etag, headers: { full, notModified } };
 }
 
+const versions = new WeakMap<Snapshot<LeaderboardView>, string>();
+
+/**
+ * A board's live version (`leaderboard.diff` from / to): a hash of its content without `updatedAt`
+ * (the time the snapshot was built), so every replica gives the same board the same version and a
+ * diff broadcast by one applies to a board joined on another. Computed once per snapshot.
+ */
+export function boardVersion(snap: Snapshot<LeaderboardView>): string {
+  let version = versions.get(snap);
+  if (!version) {
+    const { updatedAt: _built, ...content } = snap.view;
+    version = createHash('sha1').update(JSON.stringify(content)).digest('base64url');
+    versions.set(snap, version);
+  }
+  return version;
+}
+
 /** If-None-Match matches when any listed tag (weak comparison, RFC 9110 §13.1.2) or `*` is ours. */
 export function notModified(ifNoneMatch: string | string[] | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;

@@ -11,7 +11,7 @@ import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-e
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
-import { isPublicChange, PublicSnapshots, Snapshot } from '../leaderboards/public-snapshots';
+import { boardVersion, isPublicChange, PublicSnapshots, Snapshot } from '../leaderboards/public-snapshots';
 import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
@@ -267,7 +267,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   /**
    * One snapshot (the one REST reads serve), encoded once by socket.io for the whole room: as the
    * places that changed since the last broadcast (`leaderboard.diff`) where that is smaller than the
-   * whole board, else the whole board (`leaderboard.update`). Versions are the snapshots' ETags.
+   * whole board, else the whole board (`leaderboard.update`), versioned by content (boardVersion).
    */
   private broadcastBoard(benchmarkId: string): void {
     this.boards
@@ -276,12 +276,13 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         const room = this.nsp.to(`leaderboard:${benchmarkId}`);
         const prev = this.boardsSent.get(benchmarkId);
         this.boardsSent.set(benchmarkId, snap);
+        const version = boardVersion(snap);
         const diff =
-          prev && prev.etag !== snap.etag
-            ? leaderboardDiff(prev.view, prev.etag, snap.view, snap.etag)
+          prev && boardVersion(prev) !== version
+            ? leaderboardDiff(prev.view, boardVersion(prev), snap.view, version)
             : null;
         if (diff && JSON.stringify(diff).length < snap.body.length) room.emit('leaderboard.diff', diff);
-        else room.emit('leaderboard.update', { leaderboard: snap.view, version: snap.etag });
+        else room.emit('leaderboard.update', { leaderboard: snap.view, version });
       })
       .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
   }
@@ -462,7 +463,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
       await socket.join(`leaderboard:${benchmarkId}`);
       const snap = await this.boards.leaderboard(benchmarkId);
-      return { ok: true, leaderboard: snap.view, leaderboardVersion: snap.etag };
+      return { ok: true, leaderboard: snap.view, leaderboardVersion: boardVersion(snap) };
     });
     this.on(socket, 'leaderboard.leave', async ({ benchmarkId }) => {
       await socket.leave(`leaderboard:${benchmarkId}`);
