@@ -2,7 +2,7 @@
 // The bench's HTTP load generator, run in its own process so it does not share an event loop with
 // whatever spawned it: CONNECTIONS keep-alive clients, each sending GETs back to back (the next path
 // of PATHS, round-robin) for SECONDS after a one-second warm-up. Prints one JSON line:
-// {requests, seconds, perSecond, p50, p99, max, statuses}. Usage:
+// {requests, all (warm-up and drain included), seconds, perSecond, p50, p99, max, statuses}. Usage:
 //   node bench/http-load.mjs '{"base":"http://127.0.0.1:3000","paths":["/api/benchmarks"],
 //                              "connections":200,"seconds":10,"headers":{}}'
 import http from 'node:http';
@@ -15,6 +15,8 @@ const statuses = {};
 let measuring = false;
 let stop = false;
 let next = 0;
+/** Every response, the warm-up and the drain included (to divide a server's CPU time by). */
+let all = 0;
 
 const get = (path) =>
   new Promise((resolve) => {
@@ -24,6 +26,7 @@ const get = (path) =>
       (res) => {
         res.on('data', () => {});
         res.on('end', () => {
+          all++;
           if (measuring) {
             lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
             statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
@@ -57,6 +60,7 @@ const pct = (p) => (s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s
 console.log(
   JSON.stringify({
     requests: s.length,
+    all,
     seconds: took,
     perSecond: s.length / took,
     p50: pct(50),

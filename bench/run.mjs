@@ -3,7 +3,11 @@
 // through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
 // writes bench/RESULTS.md. Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
 // (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40),
-// BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20). `--only lines,fanout,reads`
+// BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20, on the board for reads and
+// fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
+// order alternating, each pair's ratio and their median reported with the load average),
+// BENCH_API_NODE_ARGS (node flags for the API, e.g. --trace-gc), BENCH_API_LOG (a file for the
+// children's output at the end). `--only lines,fanout,reads`
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
 // spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
 // processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
@@ -45,6 +49,11 @@ const dataDir = path.join(root, '.data', `bench-${stamp}`);
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (m) => console.log(`[bench] ${m}`);
+/** A process's CPU time so far in ms (user + system, Linux): what its work cost, whatever the load. */
+const cpuMs = (child) => {
+  const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+};
 
 function pct(xs, p) {
   if (xs.length === 0) return NaN;
@@ -251,20 +260,27 @@ async function main() {
   const startApi = async (name) => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const proc = startProcess(name, [path.join(root, 'apps/api/dist/main.js')], {
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'error',
-      DATABASE_URL: db.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: url,
-      DATA_DIR: path.join(dataDir, name),
-      ADMIN_LOGINS: 'bench-org',
-      AGENT_LEASE_SECONDS: '120',
-      LOCAL_AGENT_TOKEN_FILE: '',
-      REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
-      REDIS_STREAM: `dryft-bench-${stamp}`,
-    });
+    const proc = startProcess(
+      name,
+      [
+        ...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean),
+        path.join(root, 'apps/api/dist/main.js'),
+      ],
+      {
+        NODE_ENV: 'development',
+        LOG_LEVEL: 'error',
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        PUBLIC_URL: url,
+        DATA_DIR: path.join(dataDir, name),
+        ADMIN_LOGINS: 'bench-org',
+        AGENT_LEASE_SECONDS: '120',
+        LOCAL_AGENT_TOKEN_FILE: '',
+        REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
+        REDIS_STREAM: `dryft-bench-${stamp}`,
+      },
+    );
     // One after the other: the first runs the migrations.
     await waitHttp(`${url}/api/health`);
     return { url, proc };
@@ -415,7 +431,7 @@ async function main() {
   /**
    * A spectator as thin as a browser tab's socket: socket.io's wire protocol over a raw WebSocket
    * (open, join /live, join the leaderboard room with an ack, answer pings), recognising an update by
-   * its prefix without decoding it. 10,000 socket.io-client instances in this one process spent more
+   * its prefix (the whole board or a diff) without decoding it. 10,000 socket.io-client instances in this one process spent more
    * time decoding than either server spent sending, so they measured the client, not the hub.
    */
   const thinSpectator = (base, benchmarkId, onUpdate) =>
@@ -427,7 +443,11 @@ async function main() {
       ws.on('message', (data) => {
         const head = data.toString('latin1', 0, 40);
         if (joined) {
-          if (head.startsWith('42/live,["leaderboard.update"')) onUpdate();
+          if (
+            head.startsWith('42/live,["leaderboard.update"') ||
+            head.startsWith('42/live,["leaderboard.diff"')
+          )
+            onUpdate(data.length);
           else if (head === '2') ws.send('3');
           return;
         }
@@ -442,97 +462,22 @@ async function main() {
       });
       ws.on('error', reject);
     });
-  if (want('fanout')) {
-    // 4. Leaderboard fan-out to SPECTATORS sockets.
-    log(`leaderboard fan-out: ${SPECTATORS} spectators`);
-    /** A process's resident memory in bytes (Linux), to tell what each spectator socket costs. */
-    const rss = (child) =>
-      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
-    const fanout = async (bases, procs, trigger) => {
-      const memOf = () => procs.reduce((sum, p) => sum + rss(p), 0);
-      const memBefore = memOf();
-      const socks = [];
-      // Arrival times; the trigger says when the change was made (an update may arrive before the
-      // trigger's own acknowledgement does).
-      const at = [];
-      for (let i = 0; i < SPECTATORS; i += 500) {
-        const chunk = [];
-        for (let j = i; j < Math.min(SPECTATORS, i + 500); j++) {
-          chunk.push(thinSpectator(bases[j % bases.length], 'toy-decode', () => at.push(Date.now())));
-        }
-        socks.push(...(await Promise.all(chunk)));
-      }
-      await sleep(1000);
-      const perSocket = (memOf() - memBefore) / SPECTATORS;
-      const rounds = [];
-      for (let round = 0; round < 3; round++) {
-        at.length = 0;
-        const t0 = await trigger(round);
-        const end = Date.now() + 10_000;
-        while (at.length < SPECTATORS && Date.now() < end) await sleep(10);
-        const lat = at.map((t) => t - t0);
-        rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length });
-        await sleep(300);
-      }
-      for (const s of socks) s.terminate();
-      rounds.perSocket = perSocket;
-      return rounds;
-    };
-    const boardAgent = new FakeAgent(api, tokens[0]);
-    await boardAgent.ready(BENCH_CAPS);
-    const dryftBoard = await fanout(apis, apiProcs, async (round) => {
-      const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
-      await owner.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'official', confirm: true });
-      const x = await got;
-      await boardAgent.started(x.runId);
-      const t0 = Date.now();
-      await finish(boardAgent, x.runId, 0, { score: 100 + round * 10 });
-      return t0;
-    });
-    boardAgent.close();
-    const relayBoard = await fanout([relay], [relayProc], async () => {
-      const t0 = Date.now();
-      ctl.emit('board', { benchmarkId: 'toy-decode' });
-      return t0;
-    });
-    const worst = (rs, k) => Math.max(...rs.map((r) => r[k]));
-    rows.push([
-      `leaderboard change -> ${SPECTATORS} sockets p50 (ms)`,
-      worst(dryftBoard, 'p50'),
-      worst(relayBoard, 'p50'),
-      '',
-    ]);
-    rows.push([
-      `leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3)`,
-      worst(dryftBoard, 'p99'),
-      worst(relayBoard, 'p99'),
-      '≤ 1.2× relay',
-    ]);
-    rows.push([
-      'memory per spectator socket (KiB: resident growth / sockets)',
-      dryftBoard.perSocket / 1024,
-      relayBoard.perSocket / 1024,
-      '',
-    ]);
-    rows.push([
-      'spectators reached (min of 3 rounds)',
-      Math.min(...dryftBoard.map((r) => r.got)),
-      Math.min(...relayBoard.map((r) => r.got)),
-      `${SPECTATORS}`,
-    ]);
-  }
-
-  // 5. Public REST reads: READ_CLIENTS keep-alive clients (a load generator in its own process)
-  // against the API, then against a bare Node HTTP server sending the same bytes from memory.
-  if (want('reads')) {
-    log(`public reads: ${READ_TEAMS} teams on the board, ${READ_CLIENTS} clients for ${READ_SECONDS} s each`);
-    const engine = await packFolder(path.join(root, 'starters/toy-decode/engine'));
+  /** An idle agent on the first API process, one slot, for runs that finish at once. */
+  const readyAgent = async () => {
     const agent = new FakeAgent(api, tokens[0]);
     await agent.ready(BENCH_CAPS);
-    const slugs = [];
+    return agent;
+  };
+  /** Both parts share one board of READ_TEAMS teams, each with an official result (scores 100…). */
+  let readerSlugs = null;
+  const readerBoard = async () => {
+    if (readerSlugs) return readerSlugs;
+    const engine = await packFolder(path.join(root, 'starters/toy-decode/engine'));
+    const agent = await readyAgent();
+    readerSlugs = [];
     for (let i = 0; i < READ_TEAMS; i++) {
       const u = await User.signIn(api, `bench-reader-${i}`);
-      slugs.push((await u.req('POST', '/api/teams', { name: `Reader team ${i}` })).slug);
+      readerSlugs.push((await u.req('POST', '/api/teams', { name: `Reader team ${i}` })).slug);
       const f = new FormData();
       f.set('benchmark', 'toy-decode');
       f.set('file', new Blob([engine]), 'engine.tar.gz');
@@ -544,6 +489,154 @@ async function main() {
       await finish(agent, x.runId, 0, { score: 100 + i });
     }
     agent.close();
+    return readerSlugs;
+  };
+  const load1 = () => os.loadavg()[0].toFixed(2);
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  };
+  /** Pairs of (Dryft, bare) measurements, the order alternating (D B, B D, …) so drift cancels. */
+  const pairs = async (n, dryft, bare) => {
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const load = load1();
+      if (i % 2 === 0) {
+        const d = await dryft(i);
+        out.push({ d, b: await bare(i), load: `${load}–${load1()}` });
+      } else {
+        const b = await bare(i);
+        out.push({ d: await dryft(i), b, load: `${load}–${load1()}` });
+      }
+    }
+    return out;
+  };
+  /** One row per pair, then the median of the per-pair ratios. */
+  const pairRows = (name, ps, key, target = '') => {
+    ps.forEach((p, i) => rows.push([`${name}, pair ${i + 1} (load ${p.load})`, p.d[key], p.b[key], target]));
+    const ratios = ps.map((p) => p.d[key] / p.b[key]);
+    rows.push([`${name}: median of the pairs' ratios`, '', '', `${median(ratios).toFixed(2)}× ${target}`]);
+  };
+  const PAIRS = Number(process.env.BENCH_PAIRS ?? 2);
+
+  if (want('fanout')) {
+    // 4. Leaderboard fan-out to SPECTATORS sockets, the board holding READ_TEAMS teams besides the
+    // bench team, which improves by a place or two each round (a diff of two or three places).
+    await readerBoard();
+    log(
+      `leaderboard fan-out: ${SPECTATORS} spectators, ${PAIRS} pairs, load ${os
+        .loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
+    /** A process's resident memory in bytes (Linux), to tell what each spectator socket costs. */
+    const rss = (child) =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
+    const fanout = async (bases, procs, trigger) => {
+      const memOf = () => procs.reduce((sum, p) => sum + rss(p), 0);
+      const memBefore = memOf();
+      const socks = [];
+      // Arrival times; the trigger says when the change was made (an update may arrive before the
+      // trigger's own acknowledgement does).
+      const at = [];
+      const sizes = [];
+      for (let i = 0; i < SPECTATORS; i += 500) {
+        const chunk = [];
+        for (let j = i; j < Math.min(SPECTATORS, i + 500); j++) {
+          chunk.push(
+            thinSpectator(bases[j % bases.length], 'toy-decode', (bytes) => {
+              at.push(Date.now());
+              if (j === 0) sizes.push(bytes);
+            }),
+          );
+        }
+        socks.push(...(await Promise.all(chunk)));
+      }
+      await sleep(1000);
+      const perSocket = (memOf() - memBefore) / SPECTATORS;
+      const rounds = [];
+      for (let round = 0; round < 3; round++) {
+        at.length = 0;
+        const cpu0 = procs.reduce((sum, p) => sum + cpuMs(p), 0);
+        const t0 = await trigger();
+        const end = Date.now() + 10_000;
+        while (at.length < SPECTATORS && Date.now() < end) await sleep(10);
+        const lat = at.map((t) => t - t0);
+        const cpu = procs.reduce((sum, p) => sum + cpuMs(p), 0) - cpu0;
+        rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length, cpu });
+        await sleep(300);
+      }
+      for (const s of socks) s.terminate();
+      await sleep(500);
+      const worst = (k) => Math.max(...rounds.map((r) => r[k]));
+      return {
+        p50: worst('p50'),
+        p99: worst('p99'),
+        got: Math.min(...rounds.map((r) => r.got)),
+        kib: perSocket / 1024,
+        cpu: median(rounds.map((r) => r.cpu)),
+        bytes: Math.max(...sizes),
+      };
+    };
+    const boardAgent = await readyAgent();
+    let change = 0;
+    const fan = await pairs(
+      PAIRS,
+      () =>
+        fanout(apis, apiProcs, async () => {
+          const got = new Promise((resolve) => (boardAgent.onAssign = resolve));
+          await owner.req('POST', `/api/submissions/${submissionId}/runs`, {
+            mode: 'official',
+            confirm: true,
+          });
+          const x = await got;
+          await boardAgent.started(x.runId);
+          const t0 = Date.now();
+          await finish(boardAgent, x.runId, 0, { score: 99.5 + 2 * change++ });
+          return t0;
+        }),
+      () =>
+        fanout([relay], [relayProc], async () => {
+          const t0 = Date.now();
+          ctl.emit('board', { benchmarkId: 'toy-decode' });
+          return t0;
+        }),
+    );
+    boardAgent.close();
+    pairRows(`leaderboard change -> ${SPECTATORS} sockets p50 (ms, worst of 3 rounds)`, fan, 'p50');
+    pairRows(`leaderboard change -> ${SPECTATORS} sockets p99 (ms, worst of 3 rounds)`, fan, 'p99', '≤ 1.2×');
+    pairRows(
+      'server CPU per change (ms, median of 3 rounds; Dryft: storing the result, the board query and the broadcast)',
+      fan,
+      'cpu',
+    );
+    // The first pair only: a second set of sockets reuses the heap the first one grew.
+    rows.push([
+      'memory per spectator socket (KiB: resident growth / sockets, first pair)',
+      fan[0].d.kib,
+      fan[0].b.kib,
+      '',
+    ]);
+    rows.push([
+      'update message to a spectator, largest of the rounds (bytes on the wire)',
+      Math.max(...fan.map((p) => p.d.bytes)),
+      Math.max(...fan.map((p) => p.b.bytes)),
+      '',
+    ]);
+    rows.push([
+      'spectators reached (min of all rounds)',
+      Math.min(...fan.map((p) => p.d.got)),
+      Math.min(...fan.map((p) => p.b.got)),
+      `${SPECTATORS}`,
+    ]);
+  }
+
+  // 5. Public REST reads: READ_CLIENTS keep-alive clients (a load generator in its own process)
+  // against the API, then against a bare Node HTTP server sending the same bytes from memory.
+  if (want('reads')) {
+    log(`public reads: ${READ_TEAMS} teams on the board, ${READ_CLIENTS} clients for ${READ_SECONDS} s each`);
+    const slugs = await readerBoard();
     const board = '/api/leaderboards/toy-decode';
     const paths = [
       board,
@@ -561,11 +654,17 @@ async function main() {
     writeFileSync(pagesFile, JSON.stringify(pages));
     const barePort = await freePort();
     const bare = `http://127.0.0.1:${barePort}`;
-    startProcess('bare-http', [path.join(root, 'bench/bare-http.mjs'), pagesFile], {
+    const bareProc = startProcess('bare-http', [path.join(root, 'bench/bare-http.mjs'), pagesFile], {
       PORT: String(barePort),
     });
     await waitHttp(`${bare}${board}`);
-    const load = (base, ps, headers = {}) =>
+    const load = async (base, ps, headers = {}) => {
+      const server = base === api ? apiProc : bareProc;
+      const cpu0 = cpuMs(server);
+      const r = await loadOnly(base, ps, headers);
+      return { ...r, cpuUs: ((cpuMs(server) - cpu0) * 1000) / r.all };
+    };
+    const loadOnly = (base, ps, headers) =>
       new Promise((resolve, reject) => {
         const args = JSON.stringify({
           base,
@@ -583,32 +682,34 @@ async function main() {
           code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load: ${code}`)),
         );
       });
-    const d = await load(api, paths);
-    const b = await load(bare, paths);
+    const reads = await pairs(
+      PAIRS,
+      () => load(api, paths),
+      () => load(bare, paths),
+    );
     // The same board through Express and Nest (a percent-encoded path skips the in-memory fast
     // path; the controller still answers from the snapshot): what the framework costs per read.
     const dNest = await load(api, ['/api/leaderboards/toy%2Ddecode']);
     const bBoard = await load(bare, [board]);
-    const d304 = await load(api, [board], { 'if-none-match': pages[board].etag });
-    const b304 = await load(bare, [board], { 'if-none-match': pages[board].etag });
+    const cond = await pairs(
+      PAIRS,
+      () => load(api, [board], { 'if-none-match': pages[board].etag }),
+      () => load(bare, [board], { 'if-none-match': pages[board].etag }),
+    );
     const others = (r, ok) =>
       Object.entries(r.statuses)
         .filter(([k]) => k !== ok)
         .reduce((n, [, v]) => n + v, 0);
     const label = `public reads, ${READ_CLIENTS} clients (board of ${READ_TEAMS}, ${(pages[board].body.length / 1024).toFixed(1)} KiB; benchmarks; team pages)`;
-    rows.push([
-      `${label}: req/s (bare: Node HTTP from memory)`,
-      d.perSecond,
-      b.perSecond,
-      '≥ 5,000, ≥ 1/1.5 of bare',
-    ]);
-    rows.push(['public reads p50 (ms)', d.p50, b.p50, '']);
-    rows.push(['public reads p99 (ms)', d.p99, b.p99, '≤ 50']);
-    rows.push(['public reads max (ms)', d.max, b.max, '']);
+    pairRows(`${label}: req/s (bare: Node HTTP from memory)`, reads, 'perSecond', '≥ 5,000, ≥ 1/1.5 of bare');
+    pairRows('public reads p50 (ms)', reads, 'p50');
+    pairRows('public reads p99 (ms)', reads, 'p99', '≤ 50');
+    pairRows('public reads max (ms)', reads, 'max');
+    pairRows('server CPU per read (µs: process CPU time / responses)', reads, 'cpuUs');
     rows.push([
       'public reads not 200 (of all)',
-      `${others(d, '200')} / ${d.requests}`,
-      `${others(b, '200')} / ${b.requests}`,
+      `${reads.reduce((n, p) => n + others(p.d, '200'), 0)} / ${reads.reduce((n, p) => n + p.d.requests, 0)}`,
+      `${reads.reduce((n, p) => n + others(p.b, '200'), 0)} / ${reads.reduce((n, p) => n + p.b.requests, 0)}`,
       '0',
     ]);
     rows.push([
@@ -618,12 +719,12 @@ async function main() {
       '',
     ]);
     rows.push(['board reads through Express/Nest p99 (ms)', dNest.p99, bBoard.p99, '']);
-    rows.push([`conditional board reads (If-None-Match, 304): req/s`, d304.perSecond, b304.perSecond, '']);
-    rows.push(['conditional board reads p99 (ms)', d304.p99, b304.p99, '≤ 50']);
+    pairRows('conditional board reads (If-None-Match, 304): req/s', cond, 'perSecond');
+    pairRows('conditional board reads p99 (ms)', cond, 'p99', '≤ 50');
     rows.push([
       'conditional board reads not 304',
-      `${others(d304, '304')} / ${d304.requests}`,
-      `${others(b304, '304')} / ${b304.requests}`,
+      `${cond.reduce((n, p) => n + others(p.d, '304'), 0)} / ${cond.reduce((n, p) => n + p.d.requests, 0)}`,
+      `${cond.reduce((n, p) => n + others(p.b, '304'), 0)} / ${cond.reduce((n, p) => n + p.b.requests, 0)}`,
       '0',
     ]);
   }
@@ -644,7 +745,16 @@ async function main() {
     ...rows.map(([name, d, r, target]) => `| ${name} | ${fmt(d)} | ${fmt(r)} | ${ratio(d, r)} | ${target} |`),
   ].join('\n');
   console.log(`\n${table}\n`);
-  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; ${REPLICAS > 1 ? `${REPLICAS} API processes (Redis streams adapter; agents on the first, watchers and spectators split, runs queued on the last)` : 'one API process (no Redis)'}, Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
+  log(
+    `load average at the end: ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  const md = `# Bench results\n\nMachine: ${machine}. Loopback only; ${REPLICAS > 1 ? `${REPLICAS} API processes (Redis streams adapter; agents on the first, watchers and spectators split, runs queued on the last)` : 'one API process (no Redis)'}, Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}; load average (1, 5, 15 min) at the end: ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ')}; ${PAIRS} pairs of each comparison, Dryft and bare alternating.\n\n${table}\n`;
   mkdirSync(path.join(root, '.data'), { recursive: true });
   writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
   await pgc.end();
@@ -661,6 +771,11 @@ main()
   })
   .finally(async () => {
     await pgClient?.end().catch(() => {});
+    if (process.env.BENCH_API_LOG)
+      writeFileSync(
+        process.env.BENCH_API_LOG,
+        children.map((c) => `== ${c.spawnargs.join(' ')}\n${c.output()}`).join('\n'),
+      );
     for (const c of children) c.kill('SIGTERM');
     await sleep(1500);
     await dbHandle?.drop().catch(() => {});

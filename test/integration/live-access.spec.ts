@@ -39,6 +39,7 @@ class Watcher {
     });
     this.socket.on('access.revoked', (e: AccessRevokedEvent) => (this.revoked = { ...e, at: Date.now() }));
     this.socket.on('leaderboard.update', () => this.boards++);
+    this.socket.on('leaderboard.diff', () => this.boards++);
   }
 
   async join(runId: string, teamId?: string): Promise<void> {

@@ -117,7 +117,9 @@ describe('/live: rooms, replay and coalescing', () => {
     const spectator = connect(hub.baseUrl);
     await connected(spectator);
     let updates = 0;
+    // A broadcast is the whole board or, where smaller, the places that changed.
     spectator.on('leaderboard.update', () => updates++);
+    spectator.on('leaderboard.diff', () => updates++);
     await spectator.emitWithAck('leaderboard.join', { benchmarkId: 'toy-decode' });
     const bus = hub.app.get(EventBus);
     for (let i = 0; i < 50; i++) bus.emit('leaderboard.changed', { benchmarkId: 'toy-decode' });

@@ -1,6 +1,7 @@
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LeaderboardView } from '@dryft/libs';
+import { applyLeaderboardDiff } from '@dryft/libs';
+import type { LeaderboardDiffEvent, LeaderboardView } from '@dryft/libs';
 import { toyStarter } from '../support/archives';
 import { startTestHub, TestHub } from '../support/hub';
 import { TestAgent } from '../support/test-agent';
@@ -95,10 +96,15 @@ describe("the organizer's console: disqualification, every run, export", () => {
 
   it('takes a result off the leaderboard at once (live), recomputes the best, shows the reason, and is reversible', async () => {
     const spectator = await connect(hub.baseUrl);
-    await spectator.emitWithAck('leaderboard.join', { benchmarkId: 'toy-decode' });
-    const update = new Promise<LeaderboardView>((resolve) =>
-      spectator.on('leaderboard.update', (e: { leaderboard: LeaderboardView }) => resolve(e.leaderboard)),
-    );
+    const joined = await spectator.emitWithAck('leaderboard.join', { benchmarkId: 'toy-decode' });
+    expect(joined.leaderboardVersion).toEqual(expect.any(String));
+    // The change comes as the whole board or as a diff from the board the join answered with.
+    const update = new Promise<LeaderboardView>((resolve) => {
+      spectator.on('leaderboard.update', (e: { leaderboard: LeaderboardView }) => resolve(e.leaderboard));
+      spectator.on('leaderboard.diff', (d: LeaderboardDiffEvent) =>
+        resolve(applyLeaderboardDiff(joined.leaderboard, joined.leaderboardVersion, d)!),
+      );
+    });
     const dq = await organizer.post(`/api/admin/runs/${runs.ann2}/disqualify`, {
       reason: 'timed its own clock',
     });
@@ -294,5 +300,43 @@ describe("the organizer's console: disqualification, every run, export", () => {
     expect((await organizer.get('/api/admin/benchmarks/nope/export')).body.error.code).toBe(
       'benchmark_not_found',
     );
+  });
+
+  it('sends a board change as the places that changed where that is smaller, based on the version the join gave', async () => {
+    const spectator = await connect(hub.baseUrl);
+    const joined = await spectator.emitWithAck('leaderboard.join', { benchmarkId: 'toy-decode' });
+    let live: LeaderboardView = joined.leaderboard;
+    let version: string = joined.leaderboardVersion;
+    const diffs: LeaderboardDiffEvent[] = [];
+    const misses: LeaderboardDiffEvent[] = [];
+    spectator.on('leaderboard.update', (e: { leaderboard: LeaderboardView; version: string }) => {
+      live = e.leaderboard;
+      version = e.version;
+    });
+    spectator.on('leaderboard.diff', (d: LeaderboardDiffEvent) => {
+      const next = applyLeaderboardDiff(live, version, d);
+      if (!next) return void misses.push(d);
+      diffs.push(d);
+      live = next;
+      version = d.version;
+    });
+    const { owner: cat } = await ownerWithTeam(hub, 'org-cat', 'Cat club');
+    await official(cat, 'cat1', 100);
+    await official(cat, 'cat2', 110);
+    const rest = async () => (await hub.http.get('/api/leaderboards/toy-decode')).body as LeaderboardView;
+    const entries = (b: LeaderboardView) => JSON.stringify(b.entries);
+    for (let i = 0; i < 200 && entries(live) !== entries(await rest()); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    const now = await rest();
+    // The board built from the diffs is the one REST serves, byte for byte.
+    expect(JSON.stringify(live)).toEqual(JSON.stringify(now));
+    expect(misses).toEqual([]);
+    expect(now.entries.map((e) => [e.name, e.score])).toEqual([
+      ['Ann, "Fast" Co', 150],
+      ['Cat club', 110],
+    ]);
+    // Only the second place changed: the diff carries it alone.
+    expect(diffs.at(-1)!.entries.map((e) => [e.rank, e.name, e.score])).toEqual([[2, 'Cat club', 110]]);
+    spectator.close();
   });
 });

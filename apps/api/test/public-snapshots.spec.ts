@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { EventBus } from '../src/common/event-bus';
 import type { BenchmarksService } from '../src/benchmarks/benchmarks.service';
 import type { LeaderboardsService } from '../src/leaderboards/leaderboards.service';
-import { notModified, PublicSnapshots } from '../src/leaderboards/public-snapshots';
+import { createServer } from 'node:http';
+import type { LeaderboardView } from '@dryft/libs';
+import type { AddressInfo } from 'node:net';
+import {
+  boardVersion,
+  notModified,
+  PUBLIC_CACHE_CONTROL,
+  PublicSnapshots,
+  sendSnapshot,
+  snapshot,
+} from '../src/leaderboards/public-snapshots';
 import type { Config } from '../src/config/config';
 import type { UserEntity } from '../src/users/user.entity';
 import type { UsersRepository } from '../src/users/users.repository';
@@ -123,5 +133,62 @@ describe('what drops team pages and boards: a GitHub profile change', () => {
     expect(await changes({ login: 'octo2', name: 'Octo', avatarUrl: 'https://a/7' })).toEqual(['u1']);
     expect(await changes({ login: 'octo', name: 'Octo Cat', avatarUrl: 'https://a/7' })).toEqual(['u1']);
     expect(await changes({ login: 'octo', name: 'Octo', avatarUrl: null })).toEqual(['u1']);
+  });
+});
+
+describe('sendSnapshot', () => {
+  it('answers with the headers built with the snapshot: 200 with the bytes, 304 on a match, HEAD without a body', async () => {
+    const snap = snapshot({ benchmarkId: 'b1', entries: ['é'] });
+    const server = createServer((req, res) => sendSnapshot(req, res, snap));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      const full = await fetch(url);
+      expect(full.status).toBe(200);
+      expect(Buffer.from(await full.arrayBuffer())).toEqual(snap.body);
+      expect(
+        Object.fromEntries(
+          ['etag', 'cache-control', 'content-type', 'content-length'].map((h) => [h, full.headers.get(h)]),
+        ),
+      ).toEqual({
+        etag: snap.etag,
+        'cache-control': PUBLIC_CACHE_CONTROL,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': String(snap.body.length),
+      });
+      const same = await fetch(url, { headers: { 'if-none-match': snap.etag } });
+      expect([
+        same.status,
+        same.headers.get('etag'),
+        same.headers.get('cache-control'),
+        await same.text(),
+      ]).toEqual([304, snap.etag, PUBLIC_CACHE_CONTROL, '']);
+      const head = await fetch(url, { method: 'HEAD' });
+      expect([head.status, head.headers.get('content-length'), await head.text()]).toEqual([
+        200,
+        String(snap.body.length),
+        '',
+      ]);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('boardVersion', () => {
+  it('is the same for the same board built at another time (another replica), and differs with the entries', () => {
+    const board = (updatedAt: string, score: number) =>
+      snapshot({
+        benchmarkId: 'b1',
+        rulesVersion: 1,
+        ranks: 'teams' as const,
+        entries: [{ rank: 1, name: 'A', teamSlug: 'a', userLogin: null, score }],
+        updatedAt,
+      } as unknown as LeaderboardView);
+    const a = board('2026-01-01T00:00:00Z', 1);
+    const b = board('2026-01-01T00:00:05Z', 1);
+    expect(a.etag).not.toBe(b.etag);
+    expect(boardVersion(a)).toBe(boardVersion(b));
+    expect(boardVersion(board('2026-01-01T00:00:00Z', 2))).not.toBe(boardVersion(a));
   });
 });

@@ -3,6 +3,7 @@ import { Ack } from './ack';
 import { AgentView } from './agents';
 import {
   CheckView,
+  LeaderboardEntry,
   LeaderboardView,
   LogLine,
   MetricView,
@@ -28,6 +29,8 @@ export const JoinTeam = z.object({ teamId: z.string() });
 export const JoinAck = Ack.extend({
   run: RunView.optional(),
   leaderboard: LeaderboardView.optional(),
+  /** `leaderboard.join`: the version of `leaderboard`, the base the next `leaderboard.diff` names. */
+  leaderboardVersion: z.string().optional(),
 });
 export type JoinAck = z.infer<typeof JoinAck>;
 
@@ -46,7 +49,74 @@ export const RunSampleEvent = z.object({ runId: z.string(), sample: SampleView }
 export const RunCheckEvent = z.object({ runId: z.string(), check: CheckView });
 export const RunMetricEvent = z.object({ runId: z.string(), metric: MetricView });
 export const RunResultLiveEvent = z.object({ runId: z.string(), result: RunResultView });
-export const LeaderboardUpdateEvent = z.object({ leaderboard: LeaderboardView });
+/** The whole board, with its version (an opaque string: the same board has the same version). */
+export const LeaderboardUpdateEvent = z.object({ leaderboard: LeaderboardView, version: z.string() });
+/**
+ * A board's change as the entries that differ, sent instead of `leaderboard.update` when it is the
+ * smaller of the two. It applies to the board of version `from` only (applyLeaderboardDiff): a
+ * client holding another version missed a change and fetches the board again (`leaderboard.join`
+ * answers with the board and its version). Ranks are 1…`size` without gaps, so an entry's place is
+ * its rank: `entries` are the places whose entry changed, and the board is cut to `size`.
+ */
+export const LeaderboardDiffEvent = z.object({
+  benchmarkId: z.string(),
+  from: z.string(),
+  version: z.string(),
+  updatedAt: z.string(),
+  size: z.number().int().nonnegative(),
+  entries: z.array(LeaderboardEntry),
+});
+export type LeaderboardDiffEvent = z.infer<typeof LeaderboardDiffEvent>;
+
+/**
+ * The diff from board `prev` (version `from`) to `next` (version `version`); null when it cannot be
+ * one (another benchmark, rules version or ranking), and the caller sends the whole board.
+ */
+export function leaderboardDiff(
+  prev: LeaderboardView,
+  from: string,
+  next: LeaderboardView,
+  version: string,
+): LeaderboardDiffEvent | null {
+  if (
+    prev.benchmarkId !== next.benchmarkId ||
+    prev.rulesVersion !== next.rulesVersion ||
+    prev.ranks !== next.ranks
+  )
+    return null;
+  const entries = next.entries.filter(
+    (e, i) => i >= prev.entries.length || JSON.stringify(e) !== JSON.stringify(prev.entries[i]),
+  );
+  return {
+    benchmarkId: next.benchmarkId,
+    from,
+    version,
+    updatedAt: next.updatedAt,
+    size: next.entries.length,
+    entries,
+  };
+}
+
+/**
+ * `board` (of version `version`) with `diff` applied; null when the diff is not for that board (another
+ * benchmark, or a base other than `version`: a change was missed, fetch the board again).
+ */
+export function applyLeaderboardDiff(
+  board: LeaderboardView,
+  version: string,
+  diff: LeaderboardDiffEvent,
+): LeaderboardView | null {
+  if (diff.benchmarkId !== board.benchmarkId || diff.from !== version) return null;
+  const entries = board.entries.slice(0, diff.size);
+  for (const e of diff.entries) {
+    if (e.rank < 1 || e.rank > diff.size) return null;
+    entries[e.rank - 1] = e;
+  }
+  if (entries.length !== diff.size) return null;
+  // A plain loop: `some` would skip the holes of a diff that left a place unfilled.
+  for (let i = 0; i < entries.length; i++) if (entries[i]?.rank !== i + 1) return null;
+  return { ...board, entries, updatedAt: diff.updatedAt };
+}
 export const TeamRunEvent = z.object({ run: RunView });
 export const AgentsUpdateEvent = z.object({ agents: z.array(AgentView) });
 /** To every /live socket: a benchmark's round clock, availability or schedule changed. */
@@ -87,6 +157,7 @@ export const LiveServerToClient = {
   'run.metric': RunMetricEvent,
   'run.result': RunResultLiveEvent,
   'leaderboard.update': LeaderboardUpdateEvent,
+  'leaderboard.diff': LeaderboardDiffEvent,
   'team.run': TeamRunEvent,
   'agents.update': AgentsUpdateEvent,
   'access.revoked': AccessRevokedEvent,

@@ -18,6 +18,8 @@ export interface Snapshot<T = unknown> {
   body: Buffer;
   /** Strong: a hash of the exact bytes. */
   etag: string;
+  /** The response headers of a 200 and of a 304, built once with the bytes (name, value, …). */
+  headers: { full: string[]; notModified: string[] };
 }
 
 /**
@@ -40,9 +42,35 @@ export function isPublicChange(c: unknown): c is PublicChange {
   );
 }
 
-function snapshot<T>(view: T): Snapshot<T> {
+export function snapshot<T>(view: T): Snapshot<T> {
   const body = Buffer.from(JSON.stringify(view));
-  return { view, body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
+  const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
+  const notModified = ['ETag', etag, 'Cache-Control', PUBLIC_CACHE_CONTROL];
+  const full = [
+    ...notModified,
+    'Content-Type',
+    'application/json; charset=utf-8',
+    'Content-Length',
+    String(body.length),
+  ];
+  return { view, body, etag, headers: { full, notModified } };
+}
+
+const versions = new WeakMap<Snapshot<LeaderboardView>, string>();
+
+/**
+ * A board's live version (`leaderboard.diff` from / to): a hash of its content without `updatedAt`
+ * (the time the snapshot was built), so every replica gives the same board the same version and a
+ * diff broadcast by one applies to a board joined on another. Computed once per snapshot.
+ */
+export function boardVersion(snap: Snapshot<LeaderboardView>): string {
+  let version = versions.get(snap);
+  if (!version) {
+    const { updatedAt: _built, ...content } = snap.view;
+    version = createHash('sha1').update(JSON.stringify(content)).digest('base64url');
+    versions.set(snap, version);
+  }
+  return version;
 }
 
 /** If-None-Match matches when any listed tag (weak comparison, RFC 9110 §13.1.2) or `*` is ours. */
@@ -56,18 +84,17 @@ export function notModified(ifNoneMatch: string | string[] | undefined, etag: st
   });
 }
 
-/** Sends a snapshot (or 304), with its ETag and the public Cache-Control; HEAD gets the headers only. */
+/**
+ * Sends a snapshot (or 304), with its ETag and the public Cache-Control; HEAD gets the headers only.
+ * The headers were built with the snapshot: a read computes none of them.
+ */
 export function sendSnapshot(req: IncomingMessage, res: ServerResponse, snap: Snapshot): void {
-  res.setHeader('ETag', snap.etag);
-  res.setHeader('Cache-Control', PUBLIC_CACHE_CONTROL);
   if (notModified(req.headers['if-none-match'], snap.etag)) {
-    res.statusCode = 304;
+    res.writeHead(304, snap.headers.notModified);
     res.end();
     return;
   }
-  res.statusCode = 200;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', snap.body.length);
+  res.writeHead(200, snap.headers.full);
   res.end(req.method === 'HEAD' ? undefined : snap.body);
 }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { LiveClientToServer, refusal } from '@dryft/libs';
-import type { AccessLostReason, AccessRevokedEvent, JoinAck, LogLine } from '@dryft/libs';
+import { leaderboardDiff, LiveClientToServer, refusal } from '@dryft/libs';
+import type { AccessLostReason, AccessRevokedEvent, JoinAck, LeaderboardView, LogLine } from '@dryft/libs';
 import type { z } from 'zod';
 import { AgentEvents } from '../agents/agent-events';
 import { AgentsService } from '../agents/agents.service';
@@ -11,7 +11,7 @@ import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-e
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
-import { isPublicChange, PublicSnapshots } from '../leaderboards/public-snapshots';
+import { boardVersion, isPublicChange, PublicSnapshots, Snapshot } from '../leaderboards/public-snapshots';
 import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
@@ -126,6 +126,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private channels!: RunChannels;
   private readonly unsubscribe: (() => void)[] = [];
   private readonly boardBroadcasts = new Map<string, BoardBroadcast>();
+  /** The board each benchmark's last broadcast carried: the base of the next diff. */
+  private readonly boardsSent = new Map<string, Snapshot<LeaderboardView>>();
   private agentsTimer?: NodeJS.Timeout;
   private sweepTimer?: NodeJS.Timeout;
   private sweeping = false;
@@ -175,7 +177,12 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         void this.channels.deliver(payload.runId, payload.lines);
     });
     this.nsp.on(REMOTE_PUBLIC_CHANGED, (change: unknown) => {
-      if (isPublicChange(change)) this.boards.apply(change);
+      if (!isPublicChange(change)) return;
+      this.boards.apply(change);
+      // The replica where the change happened broadcasts it to every replica's spectators: this
+      // one's last board is no longer theirs, so its next broadcast is the whole board, not a diff.
+      if (change.kind === 'people') this.boardsSent.clear();
+      else this.boardsSent.delete(change.benchmarkId);
     });
     if (this.sockets.clustered)
       this.boards.crossReplica((change) => this.nsp.serverSideEmit(REMOTE_PUBLIC_CHANGED, change));
@@ -255,13 +262,26 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     });
   }
 
-  /** One snapshot (the one REST reads serve), encoded once by socket.io for the whole room. */
+  /**
+   * One snapshot (the one REST reads serve), encoded once by socket.io for the whole room: as the
+   * places that changed since the last broadcast (`leaderboard.diff`) where that is smaller than the
+   * whole board, else the whole board (`leaderboard.update`), versioned by content (boardVersion).
+   */
   private broadcastBoard(benchmarkId: string): void {
     this.boards
       .leaderboard(benchmarkId)
-      .then(({ view: leaderboard }) =>
-        this.nsp.to(`leaderboard:${benchmarkId}`).emit('leaderboard.update', { leaderboard }),
-      )
+      .then((snap) => {
+        const room = this.nsp.to(`leaderboard:${benchmarkId}`);
+        const prev = this.boardsSent.get(benchmarkId);
+        this.boardsSent.set(benchmarkId, snap);
+        const version = boardVersion(snap);
+        const diff =
+          prev && boardVersion(prev) !== version
+            ? leaderboardDiff(prev.view, boardVersion(prev), snap.view, version)
+            : null;
+        if (diff && JSON.stringify(diff).length < snap.body.length) room.emit('leaderboard.diff', diff);
+        else room.emit('leaderboard.update', { leaderboard: snap.view, version });
+      })
       .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
   }
 
@@ -442,7 +462,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (!this.registry.get(benchmarkId))
         return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
       await socket.join(`leaderboard:${benchmarkId}`);
-      return { ok: true, leaderboard: (await this.boards.leaderboard(benchmarkId)).view };
+      const snap = await this.boards.leaderboard(benchmarkId);
+      return { ok: true, leaderboard: snap.view, leaderboardVersion: boardVersion(snap) };
     });
     this.on(socket, 'leaderboard.leave', async ({ benchmarkId }) => {
       await socket.leave(`leaderboard:${benchmarkId}`);

@@ -1,7 +1,8 @@
-import type { LeaderboardEntry } from '@dryft/libs';
+import { leaderboardDiff } from '@dryft/libs';
+import type { LeaderboardEntry, LeaderboardView } from '@dryft/libs';
 import { describe, expect, it } from 'vitest';
 import { formatHalfWidth, formatInterval } from './format';
-import { diffBoards, holderKey, movementLabel } from './leaderboard';
+import { diffBoards, holderKey, leaderboardDiffStep, movementLabel } from './leaderboard';
 
 const entry = (rank: number, slug: string, score: number, runId = `${slug}-${score}`): LeaderboardEntry => ({
   rank,
@@ -52,5 +53,62 @@ describe('score intervals', () => {
     expect(formatInterval(iv, 7)).toBe('95 % interval 98.5–104.5 · 7 pairs');
     expect(formatInterval(iv, null)).toBe('95 % interval 98.5–104.5');
     expect(formatInterval(null, 7)).toBe('');
+  });
+});
+
+describe('leaderboardDiffStep', () => {
+  const board = (entries: LeaderboardEntry[], updatedAt = '2026-01-01T00:00:00Z'): LeaderboardView => ({
+    benchmarkId: 'toy-decode',
+    rulesVersion: 1,
+    ranks: 'teams',
+    entries,
+    updatedAt,
+  });
+  const v1 = board([entry(1, 'a', 120), entry(2, 'b', 110), entry(3, 'c', 100)]);
+  const v2 = board([entry(1, 'b', 130), entry(2, 'a', 120), entry(3, 'c', 100)], '2026-01-01T00:01:00Z');
+  const d12 = leaderboardDiff(v1, '"v1"', v2, '"v2"')!;
+
+  it('applies a diff to the board it was made from', () => {
+    expect(d12.entries.map((e) => e.teamSlug)).toEqual(['b', 'a']);
+    expect(leaderboardDiffStep(v1, '"v1"', d12)).toEqual({ kind: 'apply', board: v2, version: '"v2"' });
+  });
+
+  it('fetches the board again after a missed diff', () => {
+    const v3 = board([entry(1, 'b', 130), entry(2, 'a', 120), entry(3, 'c', 105)], '2026-01-01T00:02:00Z');
+    const d23 = leaderboardDiff(v2, '"v2"', v3, '"v3"')!;
+    // The page still holds v1: the v1 → v2 diff never arrived.
+    expect(leaderboardDiffStep(v1, '"v1"', d23)).toEqual({ kind: 'refetch' });
+    // A board fetched over REST has no version: the first diff fetches it again over the socket.
+    expect(leaderboardDiffStep(v1, null, d12)).toEqual({ kind: 'refetch' });
+  });
+
+  it('ignores a diff it already has, another board, or one before the board loaded', () => {
+    expect(leaderboardDiffStep(v2, '"v2"', d12)).toEqual({ kind: 'ignore' });
+    expect(leaderboardDiffStep(null, null, d12)).toEqual({ kind: 'ignore' });
+    expect(leaderboardDiffStep({ ...v1, benchmarkId: 'other' }, '"v1"', d12)).toEqual({ kind: 'ignore' });
+  });
+
+  it('grows and shrinks the board', () => {
+    const grown = board([...v1.entries, entry(4, 'd', 90)]);
+    const up = leaderboardDiff(v1, '"v1"', grown, '"g"')!;
+    expect(up.entries.map((e) => e.teamSlug)).toEqual(['d']);
+    expect(leaderboardDiffStep(v1, '"v1"', up)).toEqual({ kind: 'apply', board: grown, version: '"g"' });
+    const down = leaderboardDiff(grown, '"g"', v1, '"v1"')!;
+    expect(down.entries).toEqual([]);
+    expect(down.size).toBe(3);
+    expect(leaderboardDiffStep(grown, '"g"', down)).toEqual({ kind: 'apply', board: v1, version: '"v1"' });
+  });
+
+  it('refuses a diff that leaves a place empty', () => {
+    const bad = {
+      ...leaderboardDiff(v1, '"v1"', board([...v1.entries, entry(4, 'd', 90)]), '"g"')!,
+      size: 5,
+    };
+    expect(leaderboardDiffStep(v1, '"v1"', bad)).toEqual({ kind: 'refetch' });
+  });
+
+  it('makes no diff across rules versions or rankings', () => {
+    expect(leaderboardDiff(v1, '"v1"', { ...v2, rulesVersion: 2 }, '"r"')).toBeNull();
+    expect(leaderboardDiff(v1, '"v1"', { ...v2, ranks: 'users' }, '"u"')).toBeNull();
   });
 });

@@ -1,4 +1,5 @@
-import type { LeaderboardEntry } from '@dryft/libs';
+import { applyLeaderboardDiff } from '@dryft/libs';
+import type { LeaderboardDiffEvent, LeaderboardEntry, LeaderboardView } from '@dryft/libs';
 
 export interface Movement {
   /** Positive: moved up this many places. Negative: down. */
@@ -36,4 +37,23 @@ export function movementLabel(m: Movement): string {
   if (m.delta > 0) return `▲ ${m.delta}`;
   if (m.delta < 0) return `▼ ${-m.delta}`;
   return m.scoreChanged ? 'improved' : '';
+}
+
+/** What a `leaderboard.diff` does to the board a page holds. */
+export type DiffStep =
+  | { kind: 'apply'; board: LeaderboardView; version: string }
+  /** Another board's, one the page already has, or no board yet (its load is on the way). */
+  | { kind: 'ignore' }
+  /** A change was missed (or the page's board has no version): fetch the board again. */
+  | { kind: 'refetch' };
+
+/** The step for `diff` given the page's `board` and its `version` (null: a board of unknown version). */
+export function leaderboardDiffStep(
+  board: LeaderboardView | null,
+  version: string | null,
+  diff: LeaderboardDiffEvent,
+): DiffStep {
+  if (!board || diff.benchmarkId !== board.benchmarkId || diff.version === version) return { kind: 'ignore' };
+  const next = version === null ? null : applyLeaderboardDiff(board, version, diff);
+  return next ? { kind: 'apply', board: next, version: diff.version } : { kind: 'refetch' };
 }
