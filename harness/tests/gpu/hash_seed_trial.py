@@ -1,4 +1,5 @@
-"""Does the engine children's fixed PYTHONHASHSEED remove the per-run bias of paired scores?
+"""Does the engine children's fixed PYTHONHASHSEED (or pinning them to one CPU set, arm "pinned":
+DRYFT_ENGINE_CPUS=$PIN_CPUS) remove the per-run bias of paired scores?
 (bench/SCORES.md, harness/GPU_RESULTS.md). Official paired runs through the real entry point,
 interleaved: the harness as shipped (both children PYTHONHASHSEED=0) against the same harness with
 per-process random seeds (ENGINE_HASH_SEED patched to "random"), for a given candidate.
@@ -48,18 +49,23 @@ def one(arm: str) -> dict:
     path = f"/tmp/hst-{time.monotonic_ns()}.json"
     json.dump(SPEC, open(path, "w"))
     r, w = os.pipe()
-    head = [sys.executable, "-m", "harness"] if arm == "fixed" else [sys.executable, "-c", PATCHES[arm] + (
+    head = [sys.executable, "-m", "harness"] if arm in ("fixed", "pinned") else [sys.executable, "-c", PATCHES[arm] + (
         "import runpy, sys; sys.argv = ['harness'] + sys.argv[1:]; runpy.run_module('harness', run_name='__main__')")]
     p = subprocess.Popen(head + ["run", "--benchmark", star, "--submission", SUB, "--mode", "official", "--spec", path,
                                  "--events-fd", str(w)], cwd=REPO, pass_fds=(w,), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=f"{REPO}/harness"))
+                         stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=f"{REPO}/harness",
+                                                          **({"DRYFT_ENGINE_CPUS": os.environ.get("PIN_CPUS", "2-5")} if arm == "pinned" else {})))
     os.close(w)
     raw = os.fdopen(r, "rb").read().decode()
     err = p.communicate()[1].decode(errors="replace")
     events = [json.loads(x) for x in raw.splitlines()]
     res = events[-1]
     pos = {0: [], 1: []}
+    raw_ms: dict = {}
     for e in events:
+        if e["type"] == "log" and " sample " in e["message"] and "(pair" in e["message"]:
+            role, wl = e["message"].split()[:2]
+            raw_ms.setdefault(f"{role} {wl}", []).append(float(e["message"].split("total ")[1].split(" ms")[0]))
         m = e["type"] == "log" and re.match(r"pair (\d+) \S+: baseline/candidate = ([0-9.]+)", e["message"])
         if m:
             pos[int(m.group(1)) % 2].append(math.log(float(m.group(2))))
@@ -68,6 +74,7 @@ def one(arm: str) -> dict:
     row = {"arm": arm, "score": score, "low": iv.get("low"), "high": iv.get("high"), "pairs": res.get("pairs"),
            "failure": res.get("failureCode"),
            "positionPct": round((statistics.mean(pos[0]) - statistics.mean(pos[1])) * 50, 2) if pos[0] and pos[1] else None}
+    row["rawSpreadPct"] = {k: round((max(v) - min(v)) / statistics.median(v) * 100, 1) for k, v in raw_ms.items()}
     if score is None:
         row["error"] = err[-400:]
     print(json.dumps(row), flush=True)
