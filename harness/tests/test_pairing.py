@@ -200,25 +200,36 @@ def test_official_baseline_failure_is_a_harness_error(tmp_path, make_engine):
     assert run.result["failureCode"] == "harness_error" and "baseline engine failed" in run.result["message"]
 
 
-def test_both_children_run_with_one_fixed_hash_seed(tmp_path, make_engine):
-    # Per-process hash randomisation made the same code a few percent faster or slower for a whole
-    # run; every engine child gets the same PYTHONHASHSEED, whatever the harness's own environment.
-    engine = make_engine('''
-        import sys
+def _self_paired(make_engine, report: str):
+    """An engine that prints `report` (an f-string body) when loaded, official against itself: each
+    child's line shows what that child was started with."""
+    engine = make_engine(f'''
+        import os, sys
         from base import Engine as _Base
 
         class Engine(_Base):
             def __init__(self, model_path):
                 super().__init__(model_path)
-                print(f"hash-check {hash('dryft')} {sys.flags.hash_randomization}", flush=True)
+                print(f"{report}", flush=True)
     ''')
     spec = toy_spec("official", baselineEngine=str(engine), samplesPerWorkload=2, maxPairs=2,
                     checks={"maxRatioSpreadPct": 10000}, baseline=None)
-    os.environ["PYTHONHASHSEED"] = "random"
+    return engine, spec
+
+
+def _with_env(name: str, value: str, fn):
+    os.environ[name] = value
     try:
-        run = run_harness(spec, engine, tmp_path)
+        return fn()
     finally:
-        del os.environ["PYTHONHASHSEED"]
+        del os.environ[name]
+
+
+def test_both_children_run_with_one_fixed_hash_seed(tmp_path, make_engine):
+    # Per-process hash randomisation made the same code a few percent faster or slower for a whole
+    # run; every engine child gets the same PYTHONHASHSEED, whatever the harness's own environment.
+    engine, spec = _self_paired(make_engine, "hash-check {hash('dryft')} {sys.flags.hash_randomization}")
+    run = _with_env("PYTHONHASHSEED", "random", lambda: run_harness(spec, engine, tmp_path))
     assert run.result["status"] == "succeeded", run.result
     seen = [line.split()[1:] for line in run.stdout.splitlines() if line.startswith("hash-check ")]
     want = subprocess.run([sys.executable, "-c", "print(hash('dryft'))"], env={"PYTHONHASHSEED": "0"},
@@ -233,24 +244,9 @@ def test_engine_cpus_pin_both_children_to_one_set(tmp_path, make_engine):
     for bad in ("", "a", "3-", "7-4", "1,,2"):
         with pytest.raises(ValueError):
             parse_cpu_list(bad)
-    engine = make_engine('''
-        import os
-        from base import Engine as _Base
-
-        class Engine(_Base):
-            def __init__(self, model_path):
-                super().__init__(model_path)
-                print(f"cpus-check {sorted(os.sched_getaffinity(0))}", flush=True)
-    ''')
-    spec = toy_spec("official", baselineEngine=str(engine), samplesPerWorkload=2, maxPairs=2,
-                    checks={"maxRatioSpreadPct": 10000}, baseline=None)
-    os.environ["DRYFT_ENGINE_CPUS"] = "0"
-    try:
-        run = run_harness(spec, engine, tmp_path)
-        os.environ["DRYFT_ENGINE_CPUS"] = "0-100000"
-        refused = run_harness(spec, engine, tmp_path)
-    finally:
-        del os.environ["DRYFT_ENGINE_CPUS"]
+    engine, spec = _self_paired(make_engine, "cpus-check {sorted(os.sched_getaffinity(0))}")
+    run = _with_env("DRYFT_ENGINE_CPUS", "0", lambda: run_harness(spec, engine, tmp_path))
+    refused = _with_env("DRYFT_ENGINE_CPUS", "0-100000", lambda: run_harness(spec, engine, tmp_path))
     assert run.result["status"] == "succeeded", run.result
     assert [line for line in run.stdout.splitlines() if line.startswith("cpus-check")] == ["cpus-check [0]"] * 2
     assert any(e["message"].startswith("engine CPUs: 0 ") for e in run.of("log"))
