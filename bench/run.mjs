@@ -214,6 +214,26 @@ function watchers(bases, count, auth, runIds) {
   return out;
 }
 
+/** CPU ms used so far by the API processes, this database's Postgres backends and this process. */
+async function cpuNow(pgc, procs) {
+  const tick = 1000 / 100; // USER_HZ on Linux
+  const stat = (pid) => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(f[11]) + Number(f[12])) * tick;
+    } catch {
+      return 0; // a backend that ended meanwhile
+    }
+  };
+  const { rows } = await pgc.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+  const self = process.cpuUsage();
+  return {
+    api: procs.reduce((s, p) => s + stat(p.pid), 0),
+    postgres: new Map(rows.map((r) => [r.pid, stat(r.pid)])),
+    bench: (self.user + self.system) / 1000,
+  };
+}
+
 async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [base]) {
   const agents = tokens.map((t) => fakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
@@ -279,7 +299,8 @@ async function main() {
   const startApi = async (name) => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const proc = startProcess(name, [path.join(root, 'apps/api/dist/main.js')], {
+    const nodeArgs = process.env.BENCH_API_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const proc = startProcess(name, [...nodeArgs, path.join(root, 'apps/api/dist/main.js')], {
       NODE_ENV: 'development',
       LOG_LEVEL: 'error',
       DATABASE_URL: db.url,
@@ -389,12 +410,17 @@ async function main() {
     const floodRuns = await startDryftRuns(d1.agents);
     for (let i = 0; i < d1.agents.length; i++)
       await d1.agents[i].socket.emitWithAck('run.started', { runId: floodRuns[i] });
+    const cpuBefore = await cpuNow(pgc, apiProcs);
     const f = await Promise.all(d1.agents.map((a, i) => flood(a.socket, floodRuns[i], 5)));
+    const cpuAfter = await cpuNow(pgc, apiProcs);
     const fMs = Math.max(...f.map((x) => x.ms));
     const fStored = Number(
       (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
         .n,
     );
+    let pgMs = 0;
+    for (const [pid, ms] of cpuAfter.postgres) pgMs += ms - (cpuBefore.postgres.get(pid) ?? 0);
+    const perK = (k) => ((k === 'postgres' ? pgMs : cpuAfter[k] - cpuBefore[k]) / fStored) * 1000;
     const relayAgents = tokens.map((t) => fakeAgent(relay, t));
     await connectAll(relayAgents.map((a) => a.socket));
     const rf = await Promise.all(relayAgents.map((a, i) => flood(a.socket, `relay-flood-${i}`, 5)));
@@ -404,7 +430,13 @@ async function main() {
       'lines/s persisted, one API process (acked after commit)',
       (fStored / fMs) * 1000,
       `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`,
-      '≥ 50,000',
+      '≥ 250,000',
+    ]);
+    rows.push([
+      'CPU ms per 1,000 lines persisted: API / Postgres backends / load generator',
+      `${perK('api').toFixed(2)} / ${perK('postgres').toFixed(2)} / ${perK('bench').toFixed(2)}`,
+      '',
+      '',
     ]);
     for (let i = 0; i < d1.agents.length; i++) {
       const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
@@ -608,7 +640,7 @@ async function main() {
     const load = (base, ps, headers = {}) =>
       new Promise((resolve, reject) => {
         const args = JSON.stringify({
-          base,
+          bases: [base].flat(),
           paths: ps,
           connections: READ_CLIENTS,
           seconds: READ_SECONDS,
@@ -623,13 +655,13 @@ async function main() {
           code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load: ${code}`)),
         );
       });
-    const d = await load(api, paths);
+    const d = await load(apis, paths);
     const b = await load(bare, paths);
     // The same board through Express and Nest (a percent-encoded path skips the in-memory fast
     // path; the controller still answers from the snapshot): what the framework costs per read.
-    const dNest = await load(api, ['/api/leaderboards/toy%2Ddecode']);
+    const dNest = await load(apis, ['/api/leaderboards/toy%2Ddecode']);
     const bBoard = await load(bare, [board]);
-    const d304 = await load(api, [board], { 'if-none-match': pages[board].etag });
+    const d304 = await load(apis, [board], { 'if-none-match': pages[board].etag });
     const b304 = await load(bare, [board], { 'if-none-match': pages[board].etag });
     const others = (r, ok) =>
       Object.entries(r.statuses)
@@ -687,6 +719,10 @@ async function main() {
   const md = `# Bench results\n\nMachine: ${machine}. Loopback only; ${REPLICAS > 1 ? `${REPLICAS} API processes (Redis streams adapter; agents on the first, watchers and spectators split, runs queued on the last)` : 'one API process (no Redis)'}, Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}.\n\n${table}\n`;
   mkdirSync(path.join(root, '.data'), { recursive: true });
   writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
+  writeFileSync(
+    path.join(root, '.data', `bench-rows.replicas-${REPLICAS}.json`),
+    JSON.stringify({ at: new Date(stamp).toISOString(), replicas: REPLICAS, machine, rows }),
+  );
   await pgc.end();
   ctl.close();
   return db;

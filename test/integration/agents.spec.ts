@@ -130,6 +130,56 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     a.socket.close();
   });
 
+  it('stores every line once with its text intact, new lines by COPY and overlapping ones by the insert', async () => {
+    const a = await scripted('copy-box');
+    const sub = await alice.upload(await toyStarter());
+    const run = await alice.startRun(sub);
+    await until('assignment', () => a.assigned.find((x) => x.runId === run.id), 5_000);
+    expect((await a.socket.emitWithAck('run.started', { runId: run.id })).ok).toBe(true);
+    const ts = Date.now() + 0.4;
+    const line = (n: number, text: string, stream = 'out') => ({ type: 'log', n, ts, stream, text });
+    const tricky = [
+      'tab\there, backslash \\ and \\N, a quote " and a comma ,',
+      'new\nline and carriage\rreturn',
+      'nul \u0000 inside',
+      'ünïcödé, 中文, emoji 🚀, a lone surrogate \ud800',
+      '',
+      'x'.repeat(16_384),
+    ];
+    const batch = (seq: number, entries: unknown[]) =>
+      a.socket.emitWithAck('run.batch', { runId: run.id, seq, entries });
+    // All new (COPY); the same batch again is a resend.
+    const first = tricky.map((t, i) => line(i + 1, t, i % 2 ? 'harness' : 'out'));
+    expect(await batch(1, first)).toMatchObject({ ok: true, ackedSeq: 1 });
+    expect(await batch(1, first)).toMatchObject({ ok: true, ackedSeq: 1 });
+    // Overlapping the stored lines (6 again, with other text) and out of order: the insert, which
+    // keeps the line stored first and skips nothing new.
+    expect(await batch(2, [line(6, 'not stored'), line(8, 'eight'), line(7, 'seven')])).toMatchObject({
+      ok: true,
+      ackedSeq: 2,
+    });
+    // New again (COPY), after a gap.
+    expect(await batch(3, [line(10, 'ten'), line(11, 'eleven')])).toMatchObject({ ok: true, ackedSeq: 3 });
+    expect((await a.finish(run.id, SUCCEEDED, 3)).ok).toBe(true);
+    const logs = await alice.allLogs(run.id);
+    expect(logs.map((l) => l.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10, 11]);
+    expect(logs.slice(0, 6).map((l) => l.text)).toEqual(
+      tricky.map((t) => t.replace('\u0000', '').replace('\ud800', '\ufffd')),
+    );
+    expect(logs.slice(0, 6).map((l) => l.stream)).toEqual([
+      'out',
+      'harness',
+      'out',
+      'harness',
+      'out',
+      'harness',
+    ]);
+    expect(logs.slice(6).map((l) => l.text)).toEqual(['seven', 'eight', 'ten', 'eleven']);
+    expect(logs.every((l) => l.ts === Math.round(ts))).toBe(true);
+    expect((await alice.run(run.id)).lastLogSeq).toBe(11);
+    a.socket.close();
+  });
+
   it('is fair between teams, never shares an official run, and requeues a refused assignment', async () => {
     const subA = await alice.upload(await toyStarter());
     const subB = await bob.upload(await toyStarter());
