@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 // `npm run bench`: Dryft's sockets under load on loopback, each figure beside the same measurement
 // through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
-// writes bench/RESULTS.md. Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
+// writes it to .data/bench-RESULTS.latest.md (bench/RESULTS.md keeps the runs worth keeping). Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
 // (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40),
 // BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20). `--only lines,fanout,reads`
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
 // spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
 // processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
-// agents on the first, watchers and spectators split across both, runs queued on the second.
+// agents on the first, watchers and spectators split across both, runs queued on the second. Each run
+// also writes its rows to .data/bench-rows.replicas-<n>.json, which bench/replica-penalty.mjs sets side by
+// side: the cross-replica penalty as a ratio to one process. For comparisons: BENCH_API_MAIN (another build's apps/api/dist/main.js, e.g. an
+// earlier commit's) and BENCH_API_NODE_ARGS (node flags for the API, e.g. `--cpu-prof`).
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -300,7 +303,9 @@ async function main() {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const nodeArgs = process.env.BENCH_API_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const proc = startProcess(name, [...nodeArgs, path.join(root, 'apps/api/dist/main.js')], {
+    // BENCH_API_MAIN: another build of the API (an earlier commit's, say) to measure beside this one.
+    const main = process.env.BENCH_API_MAIN ?? path.join(root, 'apps/api/dist/main.js');
+    const proc = startProcess(name, [...nodeArgs, main], {
       NODE_ENV: 'development',
       LOG_LEVEL: 'error',
       DATABASE_URL: db.url,
@@ -313,6 +318,7 @@ async function main() {
       LOCAL_AGENT_TOKEN_FILE: '',
       REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
       REDIS_STREAM: `dryft-bench-${stamp}`,
+      DRYFT_ROOT: root,
     });
     // One after the other: the first runs the migrations.
     await waitHttp(`${url}/api/health`);
