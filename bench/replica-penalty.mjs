@@ -6,6 +6,7 @@
 // apart compare.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fmt, ratio } from './common.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const [oneFile, twoFile] =
@@ -13,16 +14,6 @@ const [oneFile, twoFile] =
     ? process.argv.slice(2, 4)
     : [1, 2].map((n) => path.join(root, '.data', `bench-rows.replicas-${n}.json`));
 const [one, two] = [oneFile, twoFile].map((f) => JSON.parse(readFileSync(f, 'utf8')));
-const fmt = (v) =>
-  typeof v === 'number'
-    ? Number.isNaN(v)
-      ? 'n/a'
-      : v >= 100
-        ? Math.round(v).toLocaleString('en-US')
-        : v.toFixed(1)
-    : String(v);
-const ratio = (a, b) =>
-  typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '';
 console.log(`one process: ${one.at}; two replicas: ${two.at}\n`);
 console.log(
   '| measurement | 2 replicas | bare | 2 replicas / bare | 1 process | bare | 1 process / bare | penalty: 2 replicas / 1 process |',

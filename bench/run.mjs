@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { benchDatabase, User } from './common.mjs';
+import { benchDatabase, fmt, ratio, User } from './common.mjs';
 
 const require = createRequire(import.meta.url);
 const { io } = require('socket.io-client');
@@ -706,16 +706,6 @@ async function main() {
     ]);
   }
 
-  const fmt = (v) =>
-    typeof v === 'number'
-      ? Number.isNaN(v)
-        ? 'n/a'
-        : v >= 100
-          ? Math.round(v).toLocaleString('en-US')
-          : v.toFixed(1)
-      : String(v);
-  const ratio = (a, b) =>
-    typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '';
   const table = [
     '| measurement | Dryft | bare relay (or bare HTTP) | Dryft / bare | target |',
     '| --- | --- | --- | --- | --- |',
