@@ -20,6 +20,11 @@ import { RunSampleEntity } from './run-sample.entity';
 import { RunEntity } from './run.entity';
 
 const COPY_LOGS = 'COPY run_logs (run_id, seq, ts, stream, text) FROM STDIN (FORMAT binary)';
+/**
+ * COPY takes two round trips (the statement, then the rows) where the insert takes one: worth it for a
+ * big batch (a flood), not for the few lines of a live tick, whose latency watchers see.
+ */
+export const COPY_MIN_LINES = 500;
 
 export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
 
@@ -193,8 +198,8 @@ export class RunsRepository extends TransactionalRepository {
 
   /**
    * One batch's lines, each stored once by (run, seq). `lastSeq` is the highest seq stored for the
-   * run, which the caller holds locked. Inside a transaction, lines that are all new (every seq past
-   * `lastSeq`, increasing) go in by one binary COPY: nothing for Postgres to parse but the rows, about
+   * run, which the caller holds locked. Inside a transaction, {@link COPY_MIN_LINES} or more lines
+   * that are all new (every seq past `lastSeq`, increasing) go in by one binary COPY: nothing for Postgres to parse but the rows, about
    * half the database's and the API's CPU per line of the insert below (bench/lines-copy.mjs), and
    * no line can be stored already. Anything else goes through one multi-row insert that skips a
    * line already stored.
@@ -202,7 +207,7 @@ export class RunsRepository extends TransactionalRepository {
   async insertLogs(runId: string, lines: LogLine[], lastSeq = Infinity): Promise<void> {
     if (lines.length === 0) return;
     const runner = this.manager.queryRunner;
-    if (runner?.isTransactionActive && allNew(lines, lastSeq)) {
+    if (lines.length >= COPY_MIN_LINES && runner?.isTransactionActive && allNew(lines, lastSeq)) {
       const client = (await runner.connect()) as PoolClient;
       await new Promise<void>((resolve, reject) => {
         const copy = client.query(copyFrom(COPY_LOGS));
