@@ -37,6 +37,20 @@ export async function benchDatabase(prefix, stamp) {
   };
 }
 
+/** A table cell: whole numbers from 100 up, one decimal below, text as it is. */
+export const fmt = (v) =>
+  typeof v === 'number'
+    ? Number.isNaN(v)
+      ? 'n/a'
+      : v >= 100
+        ? Math.round(v).toLocaleString('en-US')
+        : v.toFixed(1)
+    : String(v);
+
+/** a / b as `1.23×`, or nothing when either is not a number. */
+export const ratio = (a, b) =>
+  typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '';
+
 export class User {
   constructor(base, cookie, csrf) {
     Object.assign(this, { base, cookie, csrf });

@@ -1,14 +1,22 @@
 #!/usr/bin/env node
 // The bench's HTTP load generator, run in its own process so it does not share an event loop with
 // whatever spawned it: CONNECTIONS keep-alive clients, each sending GETs back to back (the next path
-// of PATHS, round-robin) for SECONDS after a one-second warm-up. Prints one JSON line:
+// of PATHS, round-robin) for SECONDS after a one-second warm-up; with `bases` (several servers, e.g.
+// API replicas) the clients are split between them. Prints one JSON line:
 // {requests, all (warm-up and drain included), seconds, perSecond, p50, p99, max, statuses}. Usage:
 //   node bench/http-load.mjs '{"base":"http://127.0.0.1:3000","paths":["/api/benchmarks"],
 //                              "connections":200,"seconds":10,"headers":{}}'
 import http from 'node:http';
 
-const { base, paths, connections = 200, seconds = 10, headers = {} } = JSON.parse(process.argv[2]);
-const url = new URL(base);
+const {
+  base,
+  bases = [base],
+  paths,
+  connections = 200,
+  seconds = 10,
+  headers = {},
+} = JSON.parse(process.argv[2]);
+const urls = bases.map((b) => new URL(b));
 const agent = new http.Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
 const lat = [];
 const statuses = {};
@@ -18,7 +26,7 @@ let next = 0;
 /** Every response, the warm-up and the drain included (to divide a server's CPU time by). */
 let all = 0;
 
-const get = (path) =>
+const get = (url, path) =>
   new Promise((resolve) => {
     const t0 = process.hrtime.bigint();
     const req = http.request(
@@ -42,8 +50,9 @@ const get = (path) =>
     req.end();
   });
 
-const client = async () => {
-  while (!stop) await get(paths[next++ % paths.length]);
+const client = async (_, i) => {
+  const url = urls[i % urls.length];
+  while (!stop) await get(url, paths[next++ % paths.length]);
 };
 const clients = Array.from({ length: connections }, client);
 await new Promise((r) => setTimeout(r, 1000));

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: Dryft's sockets under load on loopback, each figure beside the same measurement
 // through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
-// writes bench/RESULTS.md. Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
+// writes it to .data/bench-RESULTS.latest.md (bench/RESULTS.md keeps the runs worth keeping). Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
 // (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_DISPATCHES (40),
 // BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20, on the board for reads and
 // fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
@@ -11,14 +11,17 @@
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
 // spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
 // processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
-// agents on the first, watchers and spectators split across both, runs queued on the second.
+// agents on the first, watchers and spectators split across both, runs queued on the second. Each run
+// also writes its rows to .data/bench-rows.replicas-<n>.json, which bench/replica-penalty.mjs sets side by
+// side: the cross-replica penalty as a ratio to one process. For comparisons: BENCH_API_MAIN (another build's apps/api/dist/main.js, e.g. an
+// earlier commit's) and BENCH_API_NODE_ARGS (node flags for the API, e.g. `--cpu-prof`).
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { benchDatabase, User } from './common.mjs';
+import { benchDatabase, fmt, ratio, User } from './common.mjs';
 
 const require = createRequire(import.meta.url);
 const { io } = require('socket.io-client');
@@ -202,6 +205,26 @@ function watchers(bases, count, auth, runIds) {
   return out;
 }
 
+/** CPU ms used so far by the API processes, this database's Postgres backends and this process. */
+async function cpuNow(pgc, procs) {
+  const tick = 1000 / 100; // USER_HZ on Linux
+  const stat = (pid) => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(f[11]) + Number(f[12])) * tick;
+    } catch {
+      return 0; // a backend that ended meanwhile
+    }
+  };
+  const { rows } = await pgc.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+  const self = process.cpuUsage();
+  return {
+    api: procs.reduce((s, p) => s + stat(p.pid), 0),
+    postgres: new Map(rows.map((r) => [r.pid, stat(r.pid)])),
+    bench: (self.user + self.system) / 1000,
+  };
+}
+
 async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [base]) {
   const agents = tokens.map((t) => new FakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
@@ -260,27 +283,24 @@ async function main() {
   const startApi = async (name) => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const proc = startProcess(
-      name,
-      [
-        ...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean),
-        path.join(root, 'apps/api/dist/main.js'),
-      ],
-      {
-        NODE_ENV: 'development',
-        LOG_LEVEL: 'error',
-        DATABASE_URL: db.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        PUBLIC_URL: url,
-        DATA_DIR: path.join(dataDir, name),
-        ADMIN_LOGINS: 'bench-org',
-        AGENT_LEASE_SECONDS: '120',
-        LOCAL_AGENT_TOKEN_FILE: '',
-        REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
-        REDIS_STREAM: `dryft-bench-${stamp}`,
-      },
-    );
+    const nodeArgs = process.env.BENCH_API_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    // BENCH_API_MAIN: another build of the API (an earlier commit's, say) to measure beside this one.
+    const main = process.env.BENCH_API_MAIN ?? path.join(root, 'apps/api/dist/main.js');
+    const proc = startProcess(name, [...nodeArgs, main], {
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'error',
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: url,
+      DATA_DIR: path.join(dataDir, name),
+      ADMIN_LOGINS: 'bench-org',
+      AGENT_LEASE_SECONDS: '120',
+      LOCAL_AGENT_TOKEN_FILE: '',
+      REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
+      REDIS_STREAM: `dryft-bench-${stamp}`,
+      DRYFT_ROOT: root,
+    });
     // One after the other: the first runs the migrations.
     await waitHttp(`${url}/api/health`);
     return { url, proc };
@@ -373,12 +393,17 @@ async function main() {
     }
     const floodRuns = await startDryftRuns(d1.agents);
     for (let i = 0; i < d1.agents.length; i++) await d1.agents[i].started(floodRuns[i]);
+    const cpuBefore = await cpuNow(pgc, apiProcs);
     const f = await Promise.all(d1.agents.map((a, i) => flood(a, floodRuns[i], 5)));
+    const cpuAfter = await cpuNow(pgc, apiProcs);
     const fMs = Math.max(...f.map((x) => x.ms));
     const fStored = Number(
       (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
         .n,
     );
+    let pgMs = 0;
+    for (const [pid, ms] of cpuAfter.postgres) pgMs += ms - (cpuBefore.postgres.get(pid) ?? 0);
+    const perK = (k) => ((k === 'postgres' ? pgMs : cpuAfter[k] - cpuBefore[k]) / fStored) * 1000;
     const relayAgents = tokens.map((t) => new FakeAgent(relay, t));
     await connectAll(relayAgents.map((a) => a.socket));
     const rf = await Promise.all(relayAgents.map((a, i) => flood(a, `relay-flood-${i}`, 5)));
@@ -388,7 +413,13 @@ async function main() {
       'lines/s persisted, one API process (acked after commit)',
       (fStored / fMs) * 1000,
       `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`,
-      '≥ 50,000',
+      '≥ 250,000',
+    ]);
+    rows.push([
+      'CPU ms per 1,000 lines persisted: API / Postgres backends / load generator',
+      `${perK('api').toFixed(2)} / ${perK('postgres').toFixed(2)} / ${perK('bench').toFixed(2)}`,
+      '',
+      '',
     ]);
     for (let i = 0; i < d1.agents.length; i++) {
       const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
@@ -659,15 +690,17 @@ async function main() {
     });
     await waitHttp(`${bare}${board}`);
     const load = async (base, ps, headers = {}) => {
-      const server = base === api ? apiProc : bareProc;
-      const cpu0 = cpuMs(server);
+      // The CPU time of whichever server(s) answered: the bare one, or every API replica.
+      const servers = base === bare ? [bareProc] : apiProcs;
+      const cpuOf = () => servers.reduce((sum, p) => sum + cpuMs(p), 0);
+      const cpu0 = cpuOf();
       const r = await loadOnly(base, ps, headers);
-      return { ...r, cpuUs: ((cpuMs(server) - cpu0) * 1000) / r.all };
+      return { ...r, cpuUs: ((cpuOf() - cpu0) * 1000) / r.all };
     };
     const loadOnly = (base, ps, headers) =>
       new Promise((resolve, reject) => {
         const args = JSON.stringify({
-          base,
+          bases: [base].flat(),
           paths: ps,
           connections: READ_CLIENTS,
           seconds: READ_SECONDS,
@@ -684,16 +717,16 @@ async function main() {
       });
     const reads = await pairs(
       PAIRS,
-      () => load(api, paths),
+      () => load(apis, paths),
       () => load(bare, paths),
     );
     // The same board through Express and Nest (a percent-encoded path skips the in-memory fast
     // path; the controller still answers from the snapshot): what the framework costs per read.
-    const dNest = await load(api, ['/api/leaderboards/toy%2Ddecode']);
+    const dNest = await load(apis, ['/api/leaderboards/toy%2Ddecode']);
     const bBoard = await load(bare, [board]);
     const cond = await pairs(
       PAIRS,
-      () => load(api, [board], { 'if-none-match': pages[board].etag }),
+      () => load(apis, [board], { 'if-none-match': pages[board].etag }),
       () => load(bare, [board], { 'if-none-match': pages[board].etag }),
     );
     const others = (r, ok) =>
@@ -729,16 +762,6 @@ async function main() {
     ]);
   }
 
-  const fmt = (v) =>
-    typeof v === 'number'
-      ? Number.isNaN(v)
-        ? 'n/a'
-        : v >= 100
-          ? Math.round(v).toLocaleString('en-US')
-          : v.toFixed(1)
-      : String(v);
-  const ratio = (a, b) =>
-    typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}×` : '';
   const table = [
     '| measurement | Dryft | bare relay (or bare HTTP) | Dryft / bare | target |',
     '| --- | --- | --- | --- | --- |',
@@ -757,6 +780,10 @@ async function main() {
     .join(', ')}; ${PAIRS} pairs of each comparison, Dryft and bare alternating.\n\n${table}\n`;
   mkdirSync(path.join(root, '.data'), { recursive: true });
   writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
+  writeFileSync(
+    path.join(root, '.data', `bench-rows.replicas-${REPLICAS}.json`),
+    JSON.stringify({ at: new Date(stamp).toISOString(), replicas: REPLICAS, machine, rows }),
+  );
   await pgc.end();
   ctl.close();
   return db;

@@ -137,6 +137,64 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     a.socket.close();
   });
 
+  it('stores every line once with its text intact, big new batches by COPY and the rest by the insert', async () => {
+    const a = await scripted('copy-box');
+    const sub = await alice.upload(await toyStarter());
+    const run = await alice.startRun(sub);
+    await until('assignment', () => a.assigned.find((x) => x.runId === run.id), 5_000);
+    expect((await a.socket.emitWithAck('run.started', { runId: run.id })).ok).toBe(true);
+    const ts = Date.now() + 0.4;
+    const line = (n: number, text: string, stream = 'out') => ({ type: 'log', n, ts, stream, text });
+    const tricky = [
+      'tab\there, backslash \\ and \\N, a quote " and a comma ,',
+      'new\nline and carriage\rreturn',
+      'nul \u0000 inside',
+      'ünïcödé, 中文, emoji 🚀, a lone surrogate \ud800',
+      '',
+      'x'.repeat(16_384),
+    ];
+    const filler = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i) => line(from + i, `filler ${from + i}`));
+    const batch = (seq: number, entries: unknown[]) =>
+      a.socket.emitWithAck('run.batch', { runId: run.id, seq, entries });
+    // All new and big enough for COPY (COPY_MIN_LINES); the same batch again is a resend.
+    const first = [...tricky.map((t, i) => line(i + 1, t, i % 2 ? 'harness' : 'out')), ...filler(7, 600)];
+    expect(await batch(1, first)).toMatchObject({ ok: true, ackedSeq: 1 });
+    expect(await batch(1, first)).toMatchObject({ ok: true, ackedSeq: 1 });
+    // Overlapping the stored lines (600 again, with other text) and out of order: the insert, which
+    // keeps the line stored first and skips nothing new.
+    const second = [line(600, 'not stored'), line(602, 'six hundred two'), line(601, 'six hundred one')];
+    expect(await batch(2, second)).toMatchObject({ ok: true, ackedSeq: 2 });
+    // Big and new again (COPY), after a gap; then a small new batch (the insert).
+    expect(await batch(3, filler(700, 1_299))).toMatchObject({ ok: true, ackedSeq: 3 });
+    expect(await batch(4, [line(1_300, 'last')])).toMatchObject({ ok: true, ackedSeq: 4 });
+    expect((await a.finish(run.id, SUCCEEDED, 4)).ok).toBe(true);
+    const logs = await alice.allLogs(run.id);
+    const seqs = [
+      ...Array.from({ length: 602 }, (_, i) => i + 1),
+      ...Array.from({ length: 601 }, (_, i) => 700 + i),
+    ];
+    expect(logs.map((l) => l.seq)).toEqual(seqs);
+    expect(logs.slice(0, 6).map((l) => l.text)).toEqual(
+      tricky.map((t) => t.replace('\u0000', '').replace('\ud800', '\ufffd')),
+    );
+    expect(logs.slice(0, 6).map((l) => l.stream)).toEqual([
+      'out',
+      'harness',
+      'out',
+      'harness',
+      'out',
+      'harness',
+    ]);
+    expect(logs.find((l) => l.seq === 600)?.text).toBe('filler 600');
+    expect(logs.slice(600, 602).map((l) => l.text)).toEqual(['six hundred one', 'six hundred two']);
+    expect(logs.find((l) => l.seq === 1_299)?.text).toBe('filler 1299');
+    expect(logs[logs.length - 1].text).toBe('last');
+    expect(logs.every((l) => l.ts === Math.round(ts))).toBe(true);
+    expect((await alice.run(run.id)).lastLogSeq).toBe(1_300);
+    a.socket.close();
+  });
+
   it('is fair between teams, never shares an official run, and requeues a refused assignment', async () => {
     const subA = await alice.upload(await toyStarter());
     const subB = await bob.upload(await toyStarter());

@@ -138,7 +138,7 @@ export class RunLifecycleService {
       }
       // The log cap: the head is stored now, lines past it wait in the run's tail for its end.
       const stored = capBatch(run, lines, this.runsService.logLimits(run.benchmarkId));
-      await tx.insertLogs(run.id, stored);
+      await tx.insertLogs(run.id, stored, run.lastLogSeq);
       run.lastBatchSeq = batch.seq;
       for (const l of stored) if (l.seq > run.lastLogSeq) run.lastLogSeq = l.seq;
       const starting = run.status === 'assigned';

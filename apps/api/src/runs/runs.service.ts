@@ -82,8 +82,9 @@ export class RunsService implements OnModuleInit {
   /** Stores the end of a capped log (notice and kept tail) inside the caller's transaction; returns it to emit. */
   async storeEndOfLog(tx: RunsRepository, run: RunEntity): Promise<LogLine[]> {
     if (!run.logTail) return [];
+    const after = run.lastLogSeq;
     const lines = endOfLog(run, this.logLimits(run.benchmarkId), this.clock.now().getTime());
-    await tx.insertLogs(run.id, lines);
+    await tx.insertLogs(run.id, lines, after);
     await this.queue.within(tx).clearLogTail(run);
     return lines;
   }
