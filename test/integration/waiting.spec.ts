@@ -119,9 +119,12 @@ describe('why a queued run waits: GET /api/runs/:id waiting, and the organizer q
     const cpuBox = agents[0];
     const sub = await alice.upload(await toyStarter());
     const runs = [await alice.startRun(sub), await alice.startRun(sub)];
+    // Assigned in the database first, then delivered: wait for both, or the second delivery can
+    // still be on its way when the agents' lists are read.
     await until('both CPU agents hold a run', async () => {
       const views = await Promise.all(runs.map((r) => alice.run(r.id)));
-      return views.every((v) => v.status === 'assigned') ? views : null;
+      const delivered = box.assigned.length + cpuBox.assigned.length >= 2;
+      return delivered && views.every((v) => v.status === 'assigned') ? views : null;
     });
     expect([...box.assigned, ...cpuBox.assigned].map((a) => a.runId).sort()).toEqual(
       runs.map((r) => r.id).sort(),
