@@ -165,6 +165,12 @@ describe.skipIf(!reachable)('scale-out over Redis', () => {
     expect((await read('/api/benchmarks/toy-decode')).etag).toBe(def.etag);
     const board = await read('/api/leaderboards/toy-decode');
     expect((await read('/api/leaderboards/toy-decode')).etag).toBe(board.etag);
+    // A builds the same board at another instant: the same (weak) tag, so a copy read from B
+    // revalidates against A with a 304 (a spectator's requests land on either replica).
+    const onA = await fetch(`${a.url}/api/leaderboards/toy-decode`, {
+      headers: { 'if-none-match': board.etag! },
+    });
+    expect([onA.status, onA.headers.get('etag')]).toEqual([304, board.etag]);
 
     expect(
       (await org.req('PATCH', '/api/admin/benchmarks/toy-decode', { announcement: 'Changed on replica A' }))

@@ -16,7 +16,7 @@ export const PUBLIC_CACHE_CONTROL = 'public, max-age=10';
 export interface Snapshot<T = unknown> {
   view: T;
   body: Buffer;
-  /** Strong: a hash of the exact bytes. */
+  /** Strong, a hash of the exact bytes; for a board, weak over its content (see {@link tagOf}). */
   etag: string;
   /** The response headers of a 200 and of a 304, built once with the bytes (name, value, …). */
   headers: { full: string[]; notModified: string[] };
@@ -42,9 +42,23 @@ export function isPublicChange(c: unknown): c is PublicChange {
   );
 }
 
+/**
+ * A view's ETag. A board carries the instant it was built (`updatedAt`), and two replicas build the
+ * same board at different instants: its tag is weak, over the board without that instant, so a copy
+ * from one replica revalidates (304) against the other. Any other view: strong, over its bytes.
+ */
+function tagOf(view: unknown, body: Buffer): string {
+  const v = view as { updatedAt?: unknown; entries?: unknown } | null;
+  if (v && typeof v === 'object' && typeof v.updatedAt === 'string' && Array.isArray(v.entries)) {
+    const { updatedAt: _built, ...content } = v;
+    return `W/"${createHash('sha1').update(JSON.stringify(content)).digest('base64url')}"`;
+  }
+  return `"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
 export function snapshot<T>(view: T): Snapshot<T> {
   const body = Buffer.from(JSON.stringify(view));
-  const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
+  const etag = tagOf(view, body);
   const notModified = ['ETag', etag, 'Cache-Control', PUBLIC_CACHE_CONTROL];
   const full = [
     ...notModified,
