@@ -6,6 +6,7 @@ import { createServer } from 'node:http';
 import type { LeaderboardView } from '@dryft/libs';
 import type { AddressInfo } from 'node:net';
 import {
+  boardSnapshot,
   boardVersion,
   notModified,
   PUBLIC_CACHE_CONTROL,
@@ -178,7 +179,7 @@ describe('sendSnapshot', () => {
 describe('boardVersion', () => {
   it('is the same for the same board built at another time (another replica), and differs with the entries', () => {
     const board = (updatedAt: string, score: number) =>
-      snapshot({
+      boardSnapshot({
         benchmarkId: 'b1',
         rulesVersion: 1,
         ranks: 'teams' as const,

@@ -16,7 +16,7 @@ export const PUBLIC_CACHE_CONTROL = 'public, max-age=10';
 export interface Snapshot<T = unknown> {
   view: T;
   body: Buffer;
-  /** Strong, a hash of the exact bytes; for a board, weak over its content (see {@link tagOf}). */
+  /** Strong, a hash of the exact bytes; for a board, weak over its content (see {@link boardSnapshot}). */
   etag: string;
   /** The response headers of a 200 and of a 304, built once with the bytes (name, value, …). */
   headers: { full: string[]; notModified: string[] };
@@ -42,23 +42,12 @@ export function isPublicChange(c: unknown): c is PublicChange {
   );
 }
 
-/**
- * A view's ETag. A board carries the instant it was built (`updatedAt`), and two replicas build the
- * same board at different instants: its tag is weak, over the board without that instant, so a copy
- * from one replica revalidates (304) against the other. Any other view: strong, over its bytes.
- */
-function tagOf(view: unknown, body: Buffer): string {
-  const v = view as { updatedAt?: unknown; entries?: unknown } | null;
-  if (v && typeof v === 'object' && typeof v.updatedAt === 'string' && Array.isArray(v.entries)) {
-    const { updatedAt: _built, ...content } = v;
-    return `W/"${createHash('sha1').update(JSON.stringify(content)).digest('base64url')}"`;
-  }
-  return `"${createHash('sha1').update(body).digest('base64url')}"`;
-}
+const sha1 = (data: string | Buffer): string => createHash('sha1').update(data).digest('base64url');
 
-export function snapshot<T>(view: T): Snapshot<T> {
+/** One public view, serialized once; its ETag strong over the bytes unless one is given. */
+export function snapshot<T>(view: T, etag?: string): Snapshot<T> {
   const body = Buffer.from(JSON.stringify(view));
-  const etag = tagOf(view, body);
+  etag ??= `"${sha1(body)}"`;
   const notModified = ['ETag', etag, 'Cache-Control', PUBLIC_CACHE_CONTROL];
   const full = [
     ...notModified,
@@ -70,21 +59,24 @@ export function snapshot<T>(view: T): Snapshot<T> {
   return { view, body, etag, headers: { full, notModified } };
 }
 
-const versions = new WeakMap<Snapshot<LeaderboardView>, string>();
+/**
+ * A board's snapshot. A board carries the instant it was built (`updatedAt`), and two replicas build
+ * the same board at different instants: its ETag is weak, a hash of the board without that instant,
+ * so a copy from one replica revalidates (304) against the other. The same hash is the board's live
+ * version ({@link boardVersion}).
+ */
+export function boardSnapshot(view: LeaderboardView): Snapshot<LeaderboardView> {
+  const { updatedAt: _built, ...content } = view;
+  return snapshot(view, `W/"${sha1(JSON.stringify(content))}"`);
+}
 
 /**
- * A board's live version (`leaderboard.diff` from / to): a hash of its content without `updatedAt`
- * (the time the snapshot was built), so every replica gives the same board the same version and a
- * diff broadcast by one applies to a board joined on another. Computed once per snapshot.
+ * A board's live version (`leaderboard.diff` from / to): the hash in its weak ETag, so every replica
+ * gives the same board the same version and a diff broadcast by one applies to a board joined on
+ * another.
  */
 export function boardVersion(snap: Snapshot<LeaderboardView>): string {
-  let version = versions.get(snap);
-  if (!version) {
-    const { updatedAt: _built, ...content } = snap.view;
-    version = createHash('sha1').update(JSON.stringify(content)).digest('base64url');
-    versions.set(snap, version);
-  }
-  return version;
+  return snap.etag.slice(3, -1);
 }
 
 /** If-None-Match matches when any listed tag (weak comparison, RFC 9110 §13.1.2) or `*` is ours. */
@@ -194,7 +186,7 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
   }
 
   leaderboard(benchmarkId: string): Promise<Snapshot<LeaderboardView>> {
-    return this.get(`board:${benchmarkId}`, () => this.boards.get(benchmarkId));
+    return this.get(`board:${benchmarkId}`, () => this.boards.get(benchmarkId), boardSnapshot);
   }
 
   benchmarkList(): Promise<Snapshot<PublicBenchmark[]>> {
@@ -236,7 +228,11 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
     return true;
   }
 
-  private get<T>(key: string, build: () => Promise<T>): Promise<Snapshot<T>> {
+  private get<T>(
+    key: string,
+    build: () => Promise<T>,
+    make: (view: T) => Snapshot<T> = snapshot,
+  ): Promise<Snapshot<T>> {
     const have = this.entries.get(key);
     if (have) return Promise.resolve(have as Snapshot<T>);
     const pending = this.building.get(key);
@@ -244,7 +240,7 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
     const epoch = this.epoch;
     const promise = build().then(
       (view) => {
-        const snap = snapshot(view);
+        const snap = make(view);
         if (this.epoch === epoch) this.entries.set(key, snap);
         if (this.building.get(key)?.promise === promise) this.building.delete(key);
         return snap;
