@@ -208,42 +208,38 @@ class EngineProcess:
 
     # -- commands --------------------------------------------------------------------------
 
-    def load(self, model_path: str, deadline_ns: int, deadline_text: str) -> None:
-        self.channel.send(encode_json(b"L", {"modelPath": model_path}))
+    def _ask(self, frame: bytes, answer: bytes, deadline_ns: int, during: str, timed_out: str,
+             broken: str, unexpected: str) -> None:
+        """One untimed request to the child and its one-frame answer: `timed_out` if none comes by the
+        deadline (the child is stopped), the engine's own error as it raised it, a broken frame
+        (`broken` with the reason) or another answer (`unexpected` with its tag) a protocol failure."""
+        self.channel.send(frame)
         try:
             tag, payload, _ = self.channel.recv(deadline_ns)
         except Deadline:
             self.kill("timeout")
-            raise EngineFailure("timeout", f"Engine(model_path) did not return within {deadline_text}; the engine process was stopped.")
+            raise EngineFailure("timeout", timed_out)
         except ChannelClosed:
-            raise self._closed("Engine(model_path)")
+            raise self._closed(during)
         except ProtocolError as exc:
             self.kill("protocol")
-            raise EngineFailure("candidate_error", f"Engine(model_path): {exc}")
+            raise EngineFailure("candidate_error", broken.format(exc))
         if tag == b"E":
-            raise self._error(payload, "Engine(model_path)")
-        if tag != b"R":
+            raise self._error(payload, during)
+        if tag != answer:
             self.kill("protocol")
-            raise EngineFailure("candidate_error", f"Engine(model_path): unexpected frame {tag!r} from the engine process")
+            raise EngineFailure("candidate_error", unexpected.format(repr(tag)))
+
+    def load(self, model_path: str, deadline_ns: int, deadline_text: str) -> None:
+        self._ask(encode_json(b"L", {"modelPath": model_path}), b"R", deadline_ns, "Engine(model_path)",
+                  f"Engine(model_path) did not return within {deadline_text}; the engine process was stopped.",
+                  "Engine(model_path): {}", "Engine(model_path): unexpected frame {} from the engine process")
 
     def prepare(self, deadline_ns: int, deadline_text: str) -> None:
         """Untimed barrier before a sample: the child collects garbage and answers."""
-        self.channel.send(encode_json(b"P", {}))
-        try:
-            tag, payload, _ = self.channel.recv(deadline_ns)
-        except Deadline:
-            self.kill("timeout")
-            raise EngineFailure("timeout", f"The engine process did not answer between samples within {deadline_text}; it was stopped.")
-        except ChannelClosed:
-            raise self._closed("the pause between samples")
-        except ProtocolError as exc:
-            self.kill("protocol")
-            raise EngineFailure("candidate_error", f"between samples: {exc}")
-        if tag == b"E":
-            raise self._error(payload, "the pause between samples")
-        if tag != b"K":
-            self.kill("protocol")
-            raise EngineFailure("candidate_error", f"unexpected frame {tag!r} from the engine process between samples")
+        self._ask(encode_json(b"P", {}), b"K", deadline_ns, "the pause between samples",
+                  f"The engine process did not answer between samples within {deadline_text}; it was stopped.",
+                  "between samples: {}", "unexpected frame {} from the engine process between samples")
 
     def generate(self, input_ids: list[list[int]], max_new_tokens: int, vocab_size: int,
                  deadline_ns: int, deadline_text: str) -> Sample:
