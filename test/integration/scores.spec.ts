@@ -325,6 +325,26 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
       expect((await cached())[0].figures.workloads['short'].totalMs).toBe(42);
     });
 
+    it('an official run’s paired medians update the workloads it measured and keep the public ones the re-measure wrote', async () => {
+      // The re-measure above cached all four workloads (totalMs 42); an official run measures the
+      // hidden two only. Replacing the whole row would leave public runs with no cached figures
+      // for their workloads, so each would time a one-sample baseline of its own again.
+      await officialRun(alice, 100.4, 98, 103);
+      const row = (await cached()).find((r) => r.hardware === 'cpu')!;
+      expect(Object.keys(row.figures.workloads).sort()).toEqual([...ALL].sort());
+      expect(row.figures.workloads['h-wide'].totalMs).toBe(FIG.totalMs);
+      expect(row.figures.workloads['h-deep'].totalMs).toBe(FIG.totalMs);
+      expect(row.figures.workloads['short'].totalMs).toBe(42);
+      expect(row.figures.workloads['long'].totalMs).toBe(42);
+      const pub = await alice.startRun(await alice.upload(await toyStarter()), 'public');
+      const pa = await assignment(pub.id);
+      expect(pa.spec.kind === 'decode' && pa.spec.baseline?.workloads).toMatchObject({
+        short: { totalMs: 42 },
+        long: { totalMs: 42 },
+      });
+      await agent.finish(pub.id, { ...measured(20, 7), score: 99, indicative: true });
+    });
+
     it('goes only to an agent of the requested GPU model; with several models the hardware must be named', async () => {
       const gpu = async (name: string, gpuModel: string) => {
         const g = new FakeAgent(hub.baseUrl, (await org.createAgent(name)).token);

@@ -275,11 +275,21 @@ export class RunsRepository extends TransactionalRepository {
     );
   }
 
+  /**
+   * Caches baseline figures: the workloads measured replace their own entries and the others stay.
+   * An official run measures the hidden workloads only, a re-measure all of them; replacing the
+   * whole row would leave public runs with no figures for their workloads after every official run.
+   * One statement, so two writers of the same key merge rather than overwrite each other.
+   */
   async upsertBaseline(benchmarkId: string, rulesVersion: number, figures: BaselineFigures): Promise<void> {
-    await this.manager.upsert(
-      BaselineEntity,
-      { benchmarkId, hardware: figures.hardware, rulesVersion, figures },
-      ['benchmarkId', 'hardware', 'rulesVersion'],
+    await this.manager.query(
+      `INSERT INTO baselines (benchmark_id, hardware, rules_version, figures, measured_at)
+       VALUES ($1, $2, $3, $4::jsonb, now())
+       ON CONFLICT (benchmark_id, hardware, rules_version) DO UPDATE SET
+         figures = jsonb_set(EXCLUDED.figures, '{workloads}',
+                             (baselines.figures -> 'workloads') || (EXCLUDED.figures -> 'workloads')),
+         measured_at = now()`,
+      [benchmarkId, figures.hardware, rulesVersion, JSON.stringify(figures)],
     );
   }
 
