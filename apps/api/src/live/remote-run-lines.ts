@@ -139,14 +139,14 @@ export class RedisRunLines extends RemoteRunLines {
 
   watch(runId: string): Promise<void> {
     this.wanted.add(runId);
-    const done = this.then(runId, () => this.subscriber.subscribe(this.channel(runId), this.listener));
+    const done = this.inOrder(runId, () => this.subscriber.subscribe(this.channel(runId), this.listener));
     if (!this.subscriber.isReady) return Promise.resolve();
     return Promise.race([done, new Promise<void>((r) => setTimeout(r, SUBSCRIBE_WAIT_MS).unref())]);
   }
 
   unwatch(runId: string): Promise<void> {
     this.wanted.delete(runId);
-    return this.then(runId, () => this.subscriber.unsubscribe(this.channel(runId), this.listener));
+    return this.inOrder(runId, () => this.subscriber.unsubscribe(this.channel(runId), this.listener));
   }
 
   onLines(handler: RemoteLinesHandler): void {
@@ -158,7 +158,7 @@ export class RedisRunLines extends RemoteRunLines {
   }
 
   /** Queues `step` after the run's earlier subscribe/unsubscribe; the queue is dropped when it empties. */
-  private then(runId: string, step: () => Promise<unknown>): Promise<void> {
+  private inOrder(runId: string, step: () => Promise<unknown>): Promise<void> {
     const prev = this.runs.get(runId) ?? Promise.resolve();
     const next = prev.then(step).then(
       () => undefined,
