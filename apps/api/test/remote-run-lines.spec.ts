@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { LogLine } from '@dryft/libs';
 import { PubSubClient, RedisRunLines } from '../src/live/remote-run-lines';
 
@@ -116,5 +116,27 @@ describe('RedisRunLines: one channel per run, listened to only while watched', (
     b.subscriber.isReady = true;
     b.subscriber.fire('ready');
     expect(caughtUp).toBe(1);
+  });
+
+  it('a subscription slower than the wait lets the replay go on, and asks for a catch-up when it lands', async () => {
+    vi.useFakeTimers();
+    try {
+      const redis = fakeRedis();
+      const b = replica(redis, 'b');
+      let caughtUp = 0;
+      b.remote.onReconnected(() => caughtUp++);
+      let release!: () => void;
+      b.subscriber.slow = new Promise<void>((r) => (release = r));
+      let replayed = false;
+      const watching = b.remote.watch('r1').then(() => (replayed = true));
+      await vi.advanceTimersByTimeAsync(2_000);
+      await watching;
+      expect([replayed, caughtUp]).toEqual([true, 0]);
+      release();
+      await vi.runAllTimersAsync();
+      expect(caughtUp).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

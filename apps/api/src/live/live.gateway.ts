@@ -206,6 +206,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.unsubscribe.push(
       this.bus.on('run.logs', ({ runId, lines }) => {
         void this.channels.deliver(runId, lines);
+        // Apart from the adapter's stream: on another replica run.status may overtake these lines;
+        // the run follower (CLI, web) reads the log to its end over REST when a run ends.
         this.remoteLines.publish(runId, lines);
       }),
       this.bus.on('run.status', ({ run }) => {

@@ -28,8 +28,9 @@ export abstract class RemoteRunLines {
   /** Where received lines go (the live gateway's RunChannels). */
   abstract onLines(handler: RemoteLinesHandler): void;
   /**
-   * Called after the link came back from an outage, once the subscriptions are in place again:
-   * whatever was stored meanwhile must be read from the database.
+   * Called after the link came back from an outage, once the subscriptions are in place again (or
+   * after a subscription that came later than its replay): whatever was stored meanwhile must be
+   * read from the database.
    */
   abstract onReconnected(handler: () => void): void;
 }
@@ -140,8 +141,21 @@ export class RedisRunLines extends RemoteRunLines {
   watch(runId: string): Promise<void> {
     this.wanted.add(runId);
     const done = this.inOrder(runId, () => this.subscriber.subscribe(this.channel(runId), this.listener));
+    // Redis away: the replay goes on now; the reconnect ('ready') asks for the catch-up.
     if (!this.subscriber.isReady) return Promise.resolve();
-    return Promise.race([done, new Promise<void>((r) => setTimeout(r, SUBSCRIBE_WAIT_MS).unref())]);
+    let late = false;
+    const waited = new Promise<void>((r) =>
+      setTimeout(() => {
+        late = true;
+        r();
+      }, SUBSCRIBE_WAIT_MS).unref(),
+    );
+    // A subscription that came after the replay went on: what was published in between is read
+    // from the database (as after a reconnect), in case no further batch comes to fill the gap.
+    void done.then(() => {
+      if (late && this.wanted.has(runId)) this.reconnected();
+    });
+    return Promise.race([done, waited]);
   }
 
   unwatch(runId: string): Promise<void> {
