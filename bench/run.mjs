@@ -220,6 +220,7 @@ async function cpuNow(pgc, procs) {
   const self = process.cpuUsage();
   return {
     api: procs.reduce((s, p) => s + stat(p.pid), 0),
+    apiEach: procs.map((p) => stat(p.pid)),
     postgres: new Map(rows.map((r) => [r.pid, stat(r.pid)])),
     bench: (self.user + self.system) / 1000,
   };
@@ -415,9 +416,14 @@ async function main() {
       `${Math.round((rfLines / rfMs) * 1000)} (relayed, not stored)`,
       '≥ 250,000',
     ]);
+    // With replicas: the API figure is their sum, followed by each one's (the agents' replica first).
+    const apiEach =
+      apiProcs.length > 1
+        ? ` (${cpuAfter.apiEach.map((ms, i) => (((ms - cpuBefore.apiEach[i]) / fStored) * 1000).toFixed(2)).join(' + ')})`
+        : '';
     rows.push([
       'CPU ms per 1,000 lines persisted: API / Postgres backends / load generator',
-      `${perK('api').toFixed(2)} / ${perK('postgres').toFixed(2)} / ${perK('bench').toFixed(2)}`,
+      `${perK('api').toFixed(2)}${apiEach} / ${perK('postgres').toFixed(2)} / ${perK('bench').toFixed(2)}`,
       '',
       '',
     ]);

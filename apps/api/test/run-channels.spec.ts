@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
 import type { LiveNamespace as Namespace, LiveSocket as Socket } from '../src/socket/socket-server';
-import { RunChannels } from '../src/live/run-channels';
+import { RunChannels, RemoteWatch } from '../src/live/run-channels';
 
 const RUN = 'run-1';
 const line = (seq: number): LogLine => ({ seq, ts: seq, stream: 'out', text: `line ${seq}` });
 
 /** A stored log, a local room registry and watchers that record the seqs they receive. */
-function world() {
+function world(remote?: RemoteWatch) {
   const stored: LogLine[] = [];
   const rooms = new Map<string, Set<FakeSocket>>();
   let reads = 0;
@@ -41,7 +41,7 @@ function world() {
     if (gate) await gate;
     return stored.filter((l) => l.seq > after).slice(0, limit);
   };
-  const channels = new RunChannels(() => nsp, read);
+  const channels = new RunChannels(() => nsp, read, remote);
   const store = (...seqs: number[]) => {
     const lines = seqs.map(line);
     stored.push(...lines);
@@ -138,5 +138,91 @@ describe('RunChannels: every line once, in order', () => {
     await w.channels.join(a, RUN, 0);
     expect(a.seqs).toEqual([]);
     expect(w.reads()).toBe(0);
+  });
+});
+
+/** A RemoteWatch that records its calls; `hold()` keeps the next subscriptions pending. */
+function remoteLog() {
+  const calls: string[] = [];
+  let gate: Promise<void> | null = null;
+  const remote: RemoteWatch = {
+    watch: async (runId) => {
+      calls.push(`watch ${runId}`);
+      if (gate) await gate;
+      calls.push(`subscribed ${runId}`);
+    },
+    unwatch: async (runId) => {
+      calls.push(`unwatch ${runId}`);
+    },
+  };
+  return {
+    remote,
+    calls,
+    hold: () => {
+      let open!: () => void;
+      gate = new Promise<void>((r) => (open = r));
+      return () => {
+        gate = null;
+        open();
+      };
+    },
+  };
+}
+
+describe("RunChannels: other replicas' lines only for runs watched here", () => {
+  it('subscribes once, when the first watcher joins and before its replay reads; unsubscribes when the last leaves', async () => {
+    const r = remoteLog();
+    const w = world(r.remote);
+    w.store(1, 2);
+    const open = r.hold();
+    const a = w.socket('a');
+    const joined = w.channels.join(a, RUN, 0);
+    await new Promise((res) => setImmediate(res));
+    // The replay waits for the subscription: a line published meanwhile is either read or delivered.
+    expect(r.calls).toEqual([`watch ${RUN}`]);
+    expect(w.reads()).toBe(0);
+    open();
+    await joined;
+    expect(a.seqs).toEqual([1, 2]);
+    const b = w.socket('b');
+    await w.channels.join(b, RUN, 0);
+    expect(r.calls).toEqual([`watch ${RUN}`, `subscribed ${RUN}`]);
+    await w.channels.leave(a, RUN);
+    expect(r.calls).toHaveLength(2);
+    await w.channels.leave(b, RUN);
+    expect(r.calls).toEqual([`watch ${RUN}`, `subscribed ${RUN}`, `unwatch ${RUN}`]);
+    // Watched again later: subscribed again.
+    await w.channels.join(a, RUN, 2);
+    expect(r.calls.slice(3)).toEqual([`watch ${RUN}`, `subscribed ${RUN}`]);
+  });
+
+  it('a watcher that disconnects or loses access ends the subscription; another run is not touched', async () => {
+    const r = remoteLog();
+    const w = world(r.remote);
+    const a = w.socket('a');
+    const b = w.socket('b');
+    await w.channels.join(a, RUN, 0);
+    await w.channels.join(b, 'run-2', 0);
+    w.channels.forget(a);
+    await w.channels.deliver(RUN, []); // let the queued leave run
+    await new Promise((res) => setImmediate(res));
+    expect(r.calls).toContain(`unwatch ${RUN}`);
+    expect(r.calls).not.toContain('unwatch run-2');
+    w.channels.evict(b, 'run-2');
+    await new Promise((res) => setImmediate(res));
+    expect(r.calls).toContain('unwatch run-2');
+    expect(w.channels.watched(RUN) || w.channels.watched('run-2')).toBe(false);
+  });
+
+  it('after an outage of the link, catchUp sends what was stored meanwhile, once', async () => {
+    const w = world();
+    const a = w.socket('a');
+    await w.channels.join(a, RUN, 0);
+    await w.channels.deliver(RUN, w.store(1, 2));
+    w.store(3, 4, 5); // published while Redis was down: never arrives
+    await w.channels.catchUp();
+    await w.channels.deliver(RUN, [line(5)]); // a late copy
+    await w.channels.deliver(RUN, w.store(6));
+    expect(a.seqs).toEqual(range(1, 6));
   });
 });

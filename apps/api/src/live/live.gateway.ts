@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { leaderboardDiff, LiveClientToServer, refusal } from '@dryft/libs';
-import type { AccessLostReason, AccessRevokedEvent, JoinAck, LeaderboardView, LogLine } from '@dryft/libs';
+import type { AccessLostReason, AccessRevokedEvent, JoinAck, LeaderboardView } from '@dryft/libs';
 import type { z } from 'zod';
 import { AgentEvents } from '../agents/agent-events';
 import { AgentsService } from '../agents/agents.service';
@@ -15,6 +15,7 @@ import { boardVersion, isPublicChange, PublicSnapshots, Snapshot } from '../lead
 import { RunsRepository } from '../runs/runs.repository';
 import { RunsService } from '../runs/runs.service';
 import { TeamsService } from '../teams/teams.service';
+import { RemoteRunLines } from './remote-run-lines';
 import { RunChannels } from './run-channels';
 import { answerUnknownEvents, authenticatedHandshake, onAcked } from '../socket/socket-handlers';
 import { LiveNamespace, LiveSocket, SocketServer } from '../socket/socket-server';
@@ -38,8 +39,6 @@ interface BoardBroadcast {
   pending: boolean;
 }
 const AGENTS_COALESCE_MS = 250;
-/** Cross-replica: lines stored on one replica, delivered by every replica to its own watchers. */
-const REMOTE_LINES = 'dryft:run.logs';
 /** Cross-replica: a credential or a membership stopped granting access; every replica cuts its own sockets. */
 const REMOTE_ACCESS_LOST = 'dryft:access.lost';
 /** Cross-replica: public data changed; every replica drops its snapshots of it (PublicSnapshots). */
@@ -144,6 +143,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly agentEvents: AgentEvents,
     private readonly bus: EventBus,
     private readonly clock: Clock,
+    private readonly remoteLines: RemoteRunLines,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -152,6 +152,17 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.channels = new RunChannels(
       () => this.nsp,
       (runId, after, limit) => this.runsRepo.getLogs(runId, after, limit),
+      this.remoteLines,
+    );
+    // Lines stored on another replica reach this one only for runs watched here (RunChannels).
+    this.remoteLines.onLines((runId, lines) => void this.channels.deliver(runId, lines));
+    this.remoteLines.onReconnected(
+      () =>
+        void this.channels
+          .catchUp()
+          .catch((err: unknown) =>
+            this.logger.error(`catch-up after Redis came back: ${(err as Error).message}`),
+          ),
     );
     this.nsp.use(
       authenticatedHandshake(this.logger, 'live', async (socket: LiveSocket) => {
@@ -172,10 +183,6 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.config.LIVE_ACCESS_SWEEP_SECONDS * 1000,
     );
     this.sweepTimer.unref();
-    this.nsp.on(REMOTE_LINES, (payload: { runId: string; lines: LogLine[] }) => {
-      if (payload && typeof payload.runId === 'string' && Array.isArray(payload.lines))
-        void this.channels.deliver(payload.runId, payload.lines);
-    });
     this.nsp.on(REMOTE_PUBLIC_CHANGED, (change: unknown) => {
       if (!isPublicChange(change)) return;
       this.boards.apply(change);
@@ -199,7 +206,9 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.unsubscribe.push(
       this.bus.on('run.logs', ({ runId, lines }) => {
         void this.channels.deliver(runId, lines);
-        if (this.sockets.clustered) this.nsp.serverSideEmit(REMOTE_LINES, { runId, lines });
+        // Apart from the adapter's stream: on another replica run.status may overtake these lines;
+        // the run follower (CLI, web) reads the log to its end over REST when a run ends.
+        this.remoteLines.publish(runId, lines);
       }),
       this.bus.on('run.status', ({ run }) => {
         this.nsp.to(`run:${run.id}`).emit('run.status', { run });

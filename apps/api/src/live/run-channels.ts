@@ -4,6 +4,18 @@ import type { LiveNamespace, LiveSocket } from '../socket/socket-server';
 /** Reads stored lines of a run after a seq, in order (the runs repository in the app, a stub in unit tests). */
 export type ReadLines = (runId: string, after: number, limit: number) => Promise<LogLine[]>;
 
+/**
+ * Where this replica hears of lines other replicas store (live/remote-run-lines.ts): a run is
+ * watched while it has a channel here, that is while it has local watchers, and only then.
+ */
+export interface RemoteWatch {
+  /** Resolves once lines stored elsewhere reach `deliver` (or it cannot be now); never rejects. */
+  watch(runId: string): Promise<void>;
+  unwatch(runId: string): Promise<void>;
+}
+
+const NO_REMOTE: RemoteWatch = { watch: () => Promise.resolve(), unwatch: () => Promise.resolve() };
+
 const PAGE = 2_000;
 
 /**
@@ -19,6 +31,11 @@ const PAGE = 2_000;
  * brings everyone to the same point (members get what was stored meanwhile, or the newcomer gets
  * what members already had) and the socket joins the live room. Because live batches wait in the same
  * queue while the replay runs, nothing slips between the stored lines and the live ones.
+ *
+ * Other replicas' lines reach this one only for runs it has a channel for (`remote`): the channel's
+ * first step is the subscription, before the first replay reads the database, so a line is either
+ * stored before that read (and replayed) or published after the subscription (and delivered live).
+ * The last watcher leaving ends the subscription.
  */
 export class RunChannels {
   private readonly channels = new Map<string, Channel>();
@@ -26,6 +43,7 @@ export class RunChannels {
   constructor(
     private readonly nsp: () => LiveNamespace,
     private readonly read: ReadLines,
+    private readonly remote: RemoteWatch = NO_REMOTE,
   ) {}
 
   static room(runId: string): string {
@@ -65,6 +83,7 @@ export class RunChannels {
     if (!ch) {
       ch = new Channel();
       this.channels.set(runId, ch);
+      void ch.enqueue(() => this.remote.watch(runId));
     }
     const channel = ch;
     channel.pending.add(socket.id);
@@ -110,7 +129,10 @@ export class RunChannels {
       ch.members.delete(socket.id);
       if (ch.members.size === 0 && ch.pending.size === 0) {
         ch.cursor = null;
-        if (this.channels.get(runId) === ch) this.channels.delete(runId);
+        if (this.channels.get(runId) === ch) {
+          this.channels.delete(runId);
+          void this.remote.unwatch(runId);
+        }
       }
     });
   }
@@ -126,6 +148,28 @@ export class RunChannels {
     for (const [runId, ch] of this.channels) {
       if (ch.members.has(socket.id) || ch.pending.has(socket.id)) void this.leave(socket, runId);
     }
+  }
+
+  /**
+   * Lines may have been stored without reaching this replica (the link to the other replicas was
+   * down): every watched run reads what was stored after its cursor and broadcasts it.
+   */
+  catchUp(): Promise<void> {
+    return Promise.all(
+      [...this.channels].map(([runId, ch]) =>
+        ch.enqueue(async () => {
+          if (ch.cursor === null) return;
+          for (;;) {
+            const page = await this.read(runId, ch.cursor, PAGE);
+            if (ch.cursor === null) return;
+            const fresh = page.filter((l) => l.seq > ch.cursor!);
+            this.broadcast(runId, fresh);
+            if (fresh.length) ch.cursor = fresh[fresh.length - 1].seq;
+            if (page.length < PAGE) return;
+          }
+        }),
+      ),
+    ).then(() => undefined);
   }
 
   watched(runId: string): boolean {

@@ -33,6 +33,8 @@ export class SocketServer implements OnModuleInit, BeforeApplicationShutdown, On
   private readonly logger = new Logger('Sockets');
   private server?: Server;
   private redis?: ReturnType<typeof createClient>;
+  /** A connection of its own for per-run pub/sub (live/remote-run-lines.ts): a subscribed one can do nothing else. */
+  private subscriber?: ReturnType<typeof createClient>;
   /** Unique per process: lets a replica recognise its own cross-replica messages. */
   readonly replicaId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
@@ -49,6 +51,15 @@ export class SocketServer implements OnModuleInit, BeforeApplicationShutdown, On
   get io(): Server {
     if (!this.server) throw new Error('socket.io server not started');
     return this.server;
+  }
+
+  /**
+   * With REDIS_URL: the adapter's client (for publishing) and a subscriber connection, both
+   * connected once this module is initialised; undefined with one process.
+   */
+  get pubSub():
+    { publisher: ReturnType<typeof createClient>; subscriber: ReturnType<typeof createClient> } | undefined {
+    return this.redis && this.subscriber ? { publisher: this.redis, subscriber: this.subscriber } : undefined;
   }
 
   /** The `/live` namespace, typed: an emit whose name or payload is not in the contract does not compile. */
@@ -71,6 +82,10 @@ export class SocketServer implements OnModuleInit, BeforeApplicationShutdown, On
       client.on('error', (err) => this.logger.error(`redis: ${(err as Error).message}`));
       await client.connect();
       this.redis = client;
+      const subscriber = client.duplicate();
+      subscriber.on('error', (err) => this.logger.error(`redis (run lines): ${(err as Error).message}`));
+      await subscriber.connect();
+      this.subscriber = subscriber;
       options.adapter = createAdapter(client, {
         streamName: this.config.REDIS_STREAM,
         channelPrefix: this.config.REDIS_STREAM,
@@ -101,6 +116,10 @@ export class SocketServer implements OnModuleInit, BeforeApplicationShutdown, On
           /* the adapter may already be closed */
         }
       }
+    }
+    if (this.subscriber) {
+      await this.subscriber.quit().catch(() => undefined);
+      this.subscriber = undefined;
     }
     if (this.redis) {
       await this.redis.quit().catch(() => undefined);

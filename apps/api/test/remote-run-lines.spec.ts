@@ -1,0 +1,142 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { LogLine } from '@dryft/libs';
+import { PubSubClient, RedisRunLines } from '../src/live/remote-run-lines';
+
+type Listener = (message: string, channel: string) => void;
+
+/** One fake Redis shared by replicas: channels, their subscribers, and every command in order. */
+function fakeRedis() {
+  const subs = new Map<string, Set<Listener>>();
+  const log: string[] = [];
+  const client = (name: string) => {
+    const events = new Map<string, (() => void)[]>();
+    let pending: Promise<void> = Promise.resolve();
+    const c = {
+      isReady: true,
+      /** Makes the subscribe/unsubscribe replies wait (a slow Redis). */
+      slow: null as Promise<void> | null,
+      async publish(channel: string, message: string) {
+        log.push(`${name} PUBLISH ${channel}`);
+        for (const l of subs.get(channel) ?? []) l(message, channel);
+        return subs.get(channel)?.size ?? 0;
+      },
+      subscribe(channel: string, listener: Listener) {
+        log.push(`${name} SUBSCRIBE ${channel}`);
+        pending = pending.then(async () => {
+          if (c.slow) await c.slow;
+          if (!subs.has(channel)) subs.set(channel, new Set());
+          subs.get(channel)!.add(listener);
+        });
+        return pending;
+      },
+      unsubscribe(channel: string, listener?: Listener) {
+        log.push(`${name} UNSUBSCRIBE ${channel}`);
+        pending = pending.then(() => {
+          if (listener) subs.get(channel)?.delete(listener);
+        });
+        return pending;
+      },
+      on(event: string, listener: () => void) {
+        events.set(event, [...(events.get(event) ?? []), listener]);
+      },
+      fire(event: string) {
+        for (const l of events.get(event) ?? []) l();
+      },
+    };
+    return c;
+  };
+  return { client, log, subscribers: (channel: string) => subs.get(channel)?.size ?? 0 };
+}
+
+const line = (seq: number): LogLine => ({ seq, ts: seq, stream: 'out', text: `line ${seq}` });
+
+function replica(redis: ReturnType<typeof fakeRedis>, name: string) {
+  const publisher = redis.client(`${name}.pub`);
+  const subscriber = redis.client(`${name}.sub`);
+  const remote = new RedisRunLines(
+    () => ({ publisher: publisher as PubSubClient, subscriber: subscriber as PubSubClient }),
+    'hub',
+    name,
+  );
+  const got: { runId: string; seqs: number[] }[] = [];
+  remote.onLines((runId, lines) => got.push({ runId, seqs: lines.map((l) => l.seq) }));
+  return { remote, publisher, subscriber, got };
+}
+
+describe('RedisRunLines: one channel per run, listened to only while watched', () => {
+  it('a replica gets the lines of the runs it watches, never those of others nor its own', async () => {
+    const redis = fakeRedis();
+    const a = replica(redis, 'a');
+    const b = replica(redis, 'b');
+    await b.remote.watch('r1');
+    await a.remote.watch('r1');
+    a.remote.publish('r1', [line(1), line(2)]);
+    a.remote.publish('r2', [line(1)]); // nobody watches r2: published, decoded by none
+    await new Promise((r) => setImmediate(r));
+    expect(b.got).toEqual([{ runId: 'r1', seqs: [1, 2] }]);
+    expect(a.got).toEqual([]); // its own batch: skipped undecoded
+    expect(b.remote.received).toEqual({ batches: 1, lines: 2 });
+    expect(redis.subscribers('hub:runlog:r2')).toBe(0);
+  });
+
+  it('subscribe and unsubscribe of one run apply in the order asked, even when Redis is slow', async () => {
+    const redis = fakeRedis();
+    const b = replica(redis, 'b');
+    let release!: () => void;
+    b.subscriber.slow = new Promise<void>((r) => (release = r));
+    const first = b.remote.watch('r1');
+    const gone = b.remote.unwatch('r1');
+    const again = b.remote.watch('r1');
+    release();
+    await Promise.all([first, gone, again]);
+    expect(redis.log).toEqual([
+      'b.sub SUBSCRIBE hub:runlog:r1',
+      'b.sub UNSUBSCRIBE hub:runlog:r1',
+      'b.sub SUBSCRIBE hub:runlog:r1',
+    ]);
+    expect(redis.subscribers('hub:runlog:r1')).toBe(1);
+    expect(b.remote.watching).toEqual(['r1']);
+    await b.remote.unwatch('r1');
+    expect(redis.subscribers('hub:runlog:r1')).toBe(0);
+    expect(b.remote.watching).toEqual([]);
+  });
+
+  it('with Redis away: publish is dropped (not queued), watch does not hold the replay, a reconnect asks for a catch-up', async () => {
+    const redis = fakeRedis();
+    const a = replica(redis, 'a');
+    const b = replica(redis, 'b');
+    let caughtUp = 0;
+    b.remote.onReconnected(() => caughtUp++);
+    a.publisher.isReady = false;
+    a.remote.publish('r1', [line(1)]);
+    expect(redis.log).toEqual([]);
+    b.subscriber.isReady = false;
+    b.subscriber.slow = new Promise<void>(() => undefined); // never answers while down
+    await b.remote.watch('r1'); // resolves at once
+    b.subscriber.isReady = true;
+    b.subscriber.fire('ready');
+    expect(caughtUp).toBe(1);
+  });
+
+  it('a subscription slower than the wait lets the replay go on, and asks for a catch-up when it lands', async () => {
+    vi.useFakeTimers();
+    try {
+      const redis = fakeRedis();
+      const b = replica(redis, 'b');
+      let caughtUp = 0;
+      b.remote.onReconnected(() => caughtUp++);
+      let release!: () => void;
+      b.subscriber.slow = new Promise<void>((r) => (release = r));
+      let replayed = false;
+      const watching = b.remote.watch('r1').then(() => (replayed = true));
+      await vi.advanceTimersByTimeAsync(2_000);
+      await watching;
+      expect([replayed, caughtUp]).toEqual([true, 0]);
+      release();
+      await vi.runAllTimersAsync();
+      expect(caughtUp).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
