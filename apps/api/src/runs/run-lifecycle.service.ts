@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Ack, BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
-import type { z } from 'zod';
 import { REMEASURE_MIN_SAMPLES, TERMINAL_STATUSES, agentRefusal, baselineKey, isUuid } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
