@@ -7,7 +7,8 @@
 // fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
 // order alternating, each pair's ratio and their median reported with the load average),
 // BENCH_API_NODE_ARGS (node flags for the API, e.g. --trace-gc), BENCH_API_LOG (a file for the
-// children's output at the end). `--only lines,fanout,reads`
+// children's output at the end), BENCH_FLOOD=objects (the flood's generator as it was: 5,000 objects
+// a batch through socket.io's JSON, not FakeAgent.floodBatch's template). `--only lines,fanout,reads`
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
 // spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
 // processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
