@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRunBatch, RunBatch, runBatchFastPath } from '../src';
 
@@ -181,5 +182,48 @@ describe('parseRunBatch (the fast path of RunBatch.safeParse)', () => {
     // The fuzz exercises both outcomes.
     expect(refused).toBeGreaterThan(500);
     expect(refused).toBeLessThan(2900);
+  });
+  it('agrees with zod on any value in any field of a line (fast-check)', () => {
+    // Each field: a valid value, a near miss, or anything at all.
+    const field = (valid: fc.Arbitrary<unknown>, nearMiss: fc.Arbitrary<unknown>) =>
+      fc.oneof(
+        { arbitrary: valid, weight: 6 },
+        { arbitrary: nearMiss, weight: 2 },
+        { arbitrary: fc.anything(), weight: 1 },
+      );
+    const logLine = fc.record(
+      {
+        type: field(fc.constant('log'), fc.constantFrom('LOG', 'event', 'log ', '')),
+        n: field(
+          fc.integer({ min: 1 }),
+          fc.oneof(fc.constantFrom(0, -1, 2 ** 53, 1.5, NaN, Infinity), fc.double()),
+        ),
+        ts: field(
+          fc.double({ noNaN: true, noDefaultInfinity: true }),
+          fc.constantFrom(NaN, Infinity, -Infinity, '1', null),
+        ),
+        stream: field(
+          fc.constantFrom('out', 'harness', 'agent'),
+          fc.constantFrom('err', 'OUT', 'system', ''),
+        ),
+        text: field(fc.string({ maxLength: 40 }), fc.oneof(fc.constant('x'.repeat(16_385)), fc.integer())),
+        extra: fc.anything(),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof({ arbitrary: logLine, weight: 9 }, { arbitrary: fc.anything(), weight: 1 }), {
+          maxLength: 8,
+        }),
+        field(fc.integer({ min: 1 }), fc.constantFrom(0, 1.5, '1')),
+        field(fc.constant(RUN), fc.constantFrom('', RUN.slice(1), `${RUN} `)),
+        (entries, seq, runId) => {
+          same({ runId, seq, entries });
+          same(JSON.parse(JSON.stringify({ runId, seq, entries }) ?? 'null'));
+        },
+      ),
+      { numRuns: 3000 },
+    );
   });
 });
