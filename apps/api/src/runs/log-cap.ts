@@ -26,7 +26,7 @@ export function capBatch(run: RunEntity, incoming: LogLine[], l: LogLimits): Log
   for (const line of incoming) {
     const text = truncateLine(line.text, l.maxLineBytes).text;
     // Buffer.byteLength counts as utf8Bytes does (a lone surrogate as the 3 bytes of U+FFFD; see
-    // test/log-cap.spec.ts), natively: this runs for every line a hub stores.
+    // apps/api/test/log-cap.spec.ts), natively: this runs for every line a hub stores.
     const b = Buffer.byteLength(text);
     // A line not cut is stored as it came (the caller's own object), not copied.
     const kept = text === line.text ? line : { ...line, text };
