@@ -7,7 +7,8 @@
 // fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
 // order alternating, each pair's ratio and their median reported with the load average),
 // BENCH_API_NODE_ARGS (node flags for the API, e.g. --trace-gc), BENCH_API_LOG (a file for the
-// children's output at the end). `--only lines,fanout,reads`
+// children's output at the end), BENCH_FLOOD=objects (the flood's generator as it was: 5,000 objects
+// a batch through socket.io's JSON, not FakeAgent.floodBatch's template). `--only lines,fanout,reads`
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
 // spectators; reads: public REST reads against a bare Node HTTP server). `--replicas 2`: two API
 // processes sharing rooms through the Redis streams adapter (REDIS_URL, default redis://127.0.0.1:6379):
@@ -47,6 +48,9 @@ const want = (part) => !ONLY || ONLY.includes(part);
 const replicasAt = process.argv.indexOf('--replicas');
 const REPLICAS = replicasAt > 0 ? Number(process.argv[replicasAt + 1]) : 1;
 const TICK_MS = 50;
+// BENCH_FLOOD=objects: the flood's batches as 5,000 objects through socket.io's JSON (the generator
+// before FakeAgent.floodBatch), to see what the template saves the load generator.
+const FLOOD_OBJECTS = process.env.BENCH_FLOOD === 'objects';
 const stamp = Date.now();
 const dataDir = path.join(root, '.data', `bench-${stamp}`);
 const children = [];
@@ -153,22 +157,27 @@ async function stream(agent, runId, linesPerSecond, seconds, text = 'x'.repeat(6
   return { sent: n, acked, batches: seq };
 }
 
-/** Streams as fast as acks come back, in 5,000-line batches. */
+/** The same lines as objects, for `batch` (BENCH_FLOOD=objects: the generator as it was). */
+const floodObjects = ({ firstN, count, ts, stream, text }) =>
+  Array.from({ length: count }, (_, i) => ({ type: 'log', n: firstN + i, ts, stream, text }));
+
+/**
+ * Streams as fast as acks come back, in 5,000-line batches. Each batch's JSON is built by a template
+ * (FakeAgent.floodBatch: the same payload, a string append per line instead of 5,000 objects and
+ * their JSON.stringify), so the load generator, on the same cores, costs the hub's measure little.
+ */
 async function flood(agent, runId, seconds) {
   let n = 0;
   let seq = 0;
   const end = Date.now() + seconds * 1000;
   const started = Date.now();
+  const text = 'y'.repeat(60);
   while (Date.now() < end) {
-    const ts = Date.now();
-    const entries = Array.from({ length: 5000 }, () => ({
-      type: 'log',
-      n: ++n,
-      ts,
-      stream: 'out',
-      text: 'y'.repeat(60),
-    }));
-    const ack = await agent.batch(runId, ++seq, entries, 60_000);
+    const lines = { firstN: n + 1, count: 5000, ts: Date.now(), stream: 'out', text };
+    n += lines.count;
+    const ack = FLOOD_OBJECTS
+      ? await agent.batch(runId, ++seq, floodObjects(lines), 60_000)
+      : await agent.floodBatch(runId, ++seq, lines, 60_000);
     if (!ack.ok) throw new Error(`batch refused: ${JSON.stringify(ack)}`);
   }
   return { lines: n, ms: Date.now() - started };
@@ -386,7 +395,9 @@ async function main() {
     rows.push(['lines out of order (all watchers)', d1.disorder, r1.disorder, '0']);
 
     // 2. Persisted lines/s on one API process: every agent floods its own run with 5,000-line batches.
-    log('persist throughput: agents flood 5,000-line batches for 5 s');
+    log(
+      `persist throughput: agents flood 5,000-line batches for 5 s (${FLOOD_OBJECTS ? 'objects through JSON.stringify' : 'JSON by template: FakeAgent.floodBatch'})`,
+    );
     // Finish the latency runs properly (lastSeq = what each agent sent) so the agents are idle again.
     for (let i = 0; i < d1.agents.length; i++) {
       const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [d1.runIds[i]]);
@@ -422,7 +433,7 @@ async function main() {
         ? ` (${cpuAfter.apiEach.map((ms, i) => (((ms - cpuBefore.apiEach[i]) / fStored) * 1000).toFixed(2)).join(' + ')})`
         : '';
     rows.push([
-      'CPU ms per 1,000 lines persisted: API / Postgres backends / load generator',
+      `CPU ms per 1,000 lines persisted: API / Postgres backends / load generator (${FLOOD_OBJECTS ? 'batches as objects' : 'batch JSON by template'})`,
       `${perK('api').toFixed(2)}${apiEach} / ${perK('postgres').toFixed(2)} / ${perK('bench').toFixed(2)}`,
       '',
       '',

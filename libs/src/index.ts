@@ -13,6 +13,7 @@ export * from './rest/runs';
 export * from './rest/queries';
 export * from './protocol/ack';
 export * from './protocol/agents';
+export * from './protocol/run-batch-parse';
 export * from './protocol/live';
 export * from './rest/github';
 export * from './rest/organizer';

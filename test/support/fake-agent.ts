@@ -12,6 +12,32 @@ export interface Script {
   text?: (n: number) => string;
 }
 
+/** The lines of a flood batch ({@link FakeAgent.floodBatch}). */
+export interface FloodLines {
+  firstN: number;
+  count: number;
+  ts: number;
+  stream: 'out' | 'harness' | 'agent';
+  text: string;
+}
+
+/**
+ * The JSON text of `{ runId, seq, entries }` with `count` log lines numbered from `firstN`, exactly
+ * as JSON.stringify writes it (the same keys in the same order), by a template: a string append per
+ * line instead of an object and its serialisation.
+ */
+export function floodJson(runId: string, seq: number, lines: FloodLines): string {
+  const rest = `,"ts":${JSON.stringify(lines.ts)},"stream":${JSON.stringify(lines.stream)},"text":${JSON.stringify(lines.text)}}`;
+  let json = `{"runId":${JSON.stringify(runId)},"seq":${JSON.stringify(seq)},"entries":[`;
+  for (let i = 0; i < lines.count; i++) json += `${i ? ',' : ''}{"type":"log","n":${lines.firstN + i}${rest}`;
+  return `${json}]}`;
+}
+
+/** A payload already encoded as JSON ({@link FakeAgent.floodBatch}). */
+class PreEncoded {
+  constructor(readonly json: string) {}
+}
+
 /**
  * The one fake GPU agent of the tests: it speaks the real `/agents` protocol over socket.io (the
  * zod shapes of libs/src/protocol/agents.ts) with the capabilities a test gives it (CPU by
@@ -46,6 +72,8 @@ export class FakeAgent {
   private playing: string | null = null;
   private acked = 0;
   private stopped = false;
+  /** Whether this agent's encoder sends {@link PreEncoded} payloads as they are (floodBatch). */
+  private preEncoding = false;
 
   constructor(
     url: string,
@@ -164,6 +192,41 @@ export class FakeAgent {
   /** One numbered batch exactly as given (a caller that numbers its own, like the bench's load). */
   batch(runId: string, seq: number, entries: BatchEntry[], timeoutMs = 10_000) {
     return this.socket.timeout(timeoutMs).emitWithAck('run.batch', { runId, seq, entries });
+  }
+
+  /**
+   * One numbered batch of `count` log lines numbered from `firstN`, all with the same `ts`, `stream`
+   * and `text`: the bench's flood. The payload is the JSON `batch` would send, built by a template
+   * (a string append per line) and handed to socket.io already encoded, so the load generator's
+   * cost per line is not an object, its JSON and socket.io's walk for binary parts: a bench that
+   * floods the hub measures the hub.
+   */
+  floodBatch(runId: string, seq: number, lines: FloodLines, timeoutMs = 10_000) {
+    const json = floodJson(runId, seq, lines);
+    this.sendsPreEncoded();
+    return this.socket.timeout(timeoutMs).emitWithAck('run.batch', new PreEncoded(json));
+  }
+
+  /**
+   * Teaches this agent's socket.io encoder (its own: every FakeAgent has its own manager) to write a
+   * {@link PreEncoded} payload as it is: the text socket.io-parser's encodeAsString would make, an
+   * event packet `2<nsp>,<ack id>["<event>",<json>]`. Any other packet is encoded as before.
+   */
+  private sendsPreEncoded(): void {
+    if (this.preEncoding) return;
+    this.preEncoding = true;
+    const manager = this.socket.io as unknown as {
+      encoder: { encode(packet: { type: number; nsp: string; id?: number; data?: unknown[] }): unknown[] };
+    };
+    const encoder = manager.encoder;
+    const encode = encoder.encode.bind(encoder);
+    encoder.encode = (packet) => {
+      const data = packet.data;
+      if (packet.type !== 2 || !Array.isArray(data) || data.length !== 2 || !(data[1] instanceof PreEncoded))
+        return encode(packet);
+      const nsp = packet.nsp && packet.nsp !== '/' ? `${packet.nsp},` : '';
+      return [`2${nsp}${packet.id ?? ''}[${JSON.stringify(data[0])},${data[1].json}]`];
+    };
   }
 
   /** Says the run started and sends harness events as its next batch. */

@@ -69,3 +69,40 @@ describe('the API log cap', () => {
     expect(endOfLog(r, limits, 0)).toEqual([]);
   });
 });
+
+describe('the byte count of the API log cap', () => {
+  it('Buffer.byteLength counts as utf8Bytes (libs) does, lone surrogates included', async () => {
+    const { utf8Bytes } = await import('@dryft/libs');
+    let s = 7;
+    const next = () => ((s = (s * 1664525 + 1013904223) >>> 0), s / 2 ** 32);
+    const chars = [
+      'a',
+      'é',
+      '€',
+      '😀',
+      '\u0000',
+      '\ud800',
+      '\udbff',
+      '\udc00',
+      '\udfff',
+      '\uffff',
+      '\u07ff',
+      '\u0800',
+    ];
+    for (let round = 0; round < 2000; round++) {
+      let text = '';
+      const len = Math.floor(next() * 12);
+      for (let i = 0; i < len; i++) text += chars[Math.floor(next() * chars.length)];
+      expect(Buffer.byteLength(text)).toBe(utf8Bytes(text));
+    }
+  });
+
+  it('accounts each stored line at its UTF-8 bytes and stores lines not cut as they came', () => {
+    const r = run();
+    const batch = lines(1, 5, (i) => `\ud800 é 😀 ${i} \udc00`);
+    const stored = feed(r, batch);
+    expect(stored).toEqual(batch);
+    expect(Number(r.logBytes)).toBe(batch.reduce((n, l) => n + Buffer.byteLength(l.text), 0));
+    expect(Number(r.logBytes)).toBe(5 * Buffer.from(batch[0].text).length);
+  });
+});

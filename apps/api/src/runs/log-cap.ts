@@ -14,23 +14,30 @@ import type { RunEntity } from './run.entity';
  * The API's side of the log cap (libs/src/benchmarks/log-cap.ts), which agents are not trusted to
  * apply: lines are cut to `maxLineBytes`; the head is stored and streamed as it comes; past it, lines
  * go to the run's rolling tail (`runs.log_tail`), stored only when the run ends ({@link endOfLog}).
- * Live watchers get exactly the lines stored, when they are stored. Mutates the run's accounting.
+ * Live watchers get exactly the lines stored, when they are stored. Mutates the run's accounting;
+ * lines not cut are returned as the same objects as `incoming` (the caller's, not to be reused).
  */
 export function capBatch(run: RunEntity, incoming: LogLine[], l: LogLimits): LogLine[] {
   const store: LogLine[] = [];
   let tail: RollingTail<LogLine> | null = null;
   let bytes = Number(run.logBytes);
+  const maxHeadLines = headLines(l);
+  const maxHeadBytes = headBytes(l);
   for (const line of incoming) {
     const text = truncateLine(line.text, l.maxLineBytes).text;
-    const b = utf8Bytes(text);
-    if (!run.logTail && !tail && run.logLines < headLines(l) && bytes + b <= headBytes(l)) {
-      store.push({ ...line, text });
+    // Buffer.byteLength counts as utf8Bytes does (a lone surrogate as the 3 bytes of U+FFFD; see
+    // apps/api/test/log-cap.spec.ts), natively: this runs for every line a hub stores.
+    const b = Buffer.byteLength(text);
+    // A line not cut is stored as it came (the caller's own object), not copied.
+    const kept = text === line.text ? line : { ...line, text };
+    if (!run.logTail && !tail && run.logLines < maxHeadLines && bytes + b <= maxHeadBytes) {
+      store.push(kept);
       run.logLines++;
       bytes += b;
       continue;
     }
     tail ??= openTail(run, l);
-    tail.push({ ...line, text }, b);
+    tail.push(kept, b);
   }
   run.logBytes = String(bytes);
   if (tail) run.logTail = closeTail(tail);

@@ -47,14 +47,15 @@ export function describeIssues(error: z.ZodError, max = Infinity): string {
 }
 
 /**
- * One acknowledged event: the payload is parsed with its zod schema before anything is done, the
+ * One acknowledged event: the payload is parsed with its zod schema (or a parser that decides
+ * exactly as the schema does, like `parseRunBatch`) before anything is done, the
  * handler's answer is the ack, and the ack is always answered (a client that sent none gets
  * nothing). `malformed` answers a payload the schema refuses; `failed` answers a handler that threw.
  */
 export function onAcked<T>(
   socket: ListeningSocket,
   event: string,
-  schema: z.ZodType<T>,
+  schema: { safeParse(raw: unknown): z.ZodSafeParseResult<T> },
   handlers: {
     handle: (payload: T) => Promise<unknown>;
     malformed: (message: string, error: z.ZodError) => unknown;
