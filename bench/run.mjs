@@ -300,6 +300,7 @@ async function main() {
       REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
       REDIS_STREAM: `dryft-bench-${stamp}`,
       DRYFT_ROOT: root,
+      DRYFT_LATENCY_TRACE: process.env.BENCH_TRACE ? '1' : '',
     });
     // One after the other: the first runs the migrations.
     await waitHttp(`${url}/api/health`);
@@ -596,6 +597,7 @@ async function main() {
         const lat = at.map((t) => t - t0);
         const cpu = procs.reduce((sum, p) => sum + cpuMs(p), 0) - cpu0;
         rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length, cpu });
+        if (procs.includes(apiProc)) fanoutRounds.push({ t0, first: Math.min(...at), p50: pct(at, 50), p99: pct(at, 99) });
         await sleep(300);
       }
       for (const s of socks) s.terminate();
@@ -762,6 +764,8 @@ async function main() {
     ]);
   }
 
+  if (process.env.BENCH_TRACE) traceSummary(apiProcs.map((p) => p.output()).join('\n'));
+
   const table = [
     '| measurement | Dryft | bare relay (or bare HTTP) | Dryft / bare | target |',
     '| --- | --- | --- | --- | --- |',
@@ -787,6 +791,50 @@ async function main() {
   await pgc.end();
   ctl.close();
   return db;
+}
+
+/** Dryft's fan-out rounds (BENCH_TRACE): when each change was made and when the spectators got it. */
+const fanoutRounds = [];
+
+/**
+ * BENCH_TRACE=1: the API's own marks (DRYFT_LATENCY_TRACE, apps/api/src/common/latency-trace.ts),
+ * each stage as the time since the one before it: median and p99 over log batches, and per fan-out
+ * round from the bench's trigger instant to the spectators' arrivals.
+ */
+function traceSummary(output) {
+  const traces = output
+    .split('\n')
+    .filter((l) => l.startsWith('DRYFT_TRACE '))
+    .map((l) => JSON.parse(l.slice('DRYFT_TRACE '.length)));
+  const stages = (ts) => {
+    const by = new Map();
+    for (const t of ts)
+      t.marks.forEach(([stage, at], i) => {
+        if (i === 0) return;
+        const k = `${t.marks[i - 1][0]}→${stage}`;
+        if (!by.has(k)) by.set(k, []);
+        by.get(k).push(at - t.marks[i - 1][1]);
+      });
+    return [...by].map(([k, xs]) => `${k} ${pct(xs, 50).toFixed(2)}/${pct(xs, 99).toFixed(2)}`).join(', ');
+  };
+  const batches = traces.filter((t) => t.key.startsWith('batch:'));
+  if (batches.length) {
+    log(`trace, log batches (${batches.length}), stage ms median/p99: ${stages(batches)}`);
+    const total = batches.map((t) => t.marks.find((m) => m[0] === 'broadcast')?.[1] - t.marks[0][1]).filter((x) => x >= 0);
+    log(`trace, log batches: created→broadcast median/p99 ${pct(total, 50).toFixed(2)}/${pct(total, 99).toFixed(2)} ms`);
+  }
+  const boards = traces.filter((t) => t.key.startsWith('board:'));
+  for (const r of fanoutRounds) {
+    const t = boards.find((b) => b.marks[0][1] >= r.t0);
+    if (!t) continue;
+    const marks = [['trigger', r.t0], ...t.marks, ['first arrival', r.first], ['p50 arrival', r.p50], ['p99 arrival', r.p99]];
+    log(
+      `trace, fan-out round (${t.diffBytes} B diff, ${t.sockets} sockets): ${marks
+        .slice(1)
+        .map(([s, at], i) => `${s} +${(at - marks[i][1]).toFixed(1)}`)
+        .join(', ')}`,
+    );
+  }
 }
 
 let dbHandle;

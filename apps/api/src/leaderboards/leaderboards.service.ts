@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import type { LeaderboardEntry, LeaderboardView, RankView, TeamPageView } from '@dryft/libs';
 import { BenchmarksService, EffectiveBenchmark } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
+import { traceStep } from '../common/latency-trace';
 import { notFound } from '../common/errors';
 import type { RunEntity } from '../runs/run.entity';
 import { TeamsService } from '../teams/teams.service';
-import { UsersService } from '../users/users.service';
 import { BestRow, LeaderboardsRepository } from './leaderboards.repository';
 
 /**
@@ -34,7 +34,6 @@ export class LeaderboardsService {
     private readonly boards: LeaderboardsRepository,
     private readonly benchmarks: BenchmarksService,
     private readonly teams: TeamsService,
-    private readonly users: UsersService,
     private readonly clock: Clock,
   ) {}
 
@@ -49,33 +48,27 @@ export class LeaderboardsService {
 
   async get(benchmarkId: string): Promise<LeaderboardView> {
     const b = await this.benchmarks.get(benchmarkId);
-    const rows = await this.bestRows(b);
-    const entries: LeaderboardEntry[] = [];
-    const teams = new Map(
-      (await Promise.all([...new Set(rows.map((r) => r.team_id))].map((id) => this.teams.findById(id))))
-        .filter(Boolean)
-        .map((t) => [t!.id, t!]),
+    traceStep(`board:${benchmarkId}`, 'settings');
+    const rows = await this.boards.bestNamed(
+      b.id,
+      b.rulesVersion,
+      rankedTiers(b),
+      b.ranks === 'users' ? 'created_by' : 'team_id',
     );
-    const users = new Map(
-      (await this.users.findByIds([...new Set(rows.map((r) => r.created_by))])).map((u) => [u.id, u]),
-    );
-    rows.forEach((r, i) => {
-      const team = teams.get(r.team_id);
-      const user = users.get(r.created_by);
-      entries.push({
-        rank: i + 1,
-        name: b.ranks === 'users' ? (user?.login ?? 'unknown') : (team?.name ?? 'unknown'),
-        teamSlug: b.ranks === 'teams' ? (team?.slug ?? null) : null,
-        userLogin: b.ranks === 'users' ? (user?.login ?? null) : null,
-        score: Number(r.score),
-        interval: r.score_interval ?? null,
-        pairs: r.pairs ?? null,
-        overlapsPrevious: overlaps(r, rows[i - 1]),
-        overlapsNext: overlaps(r, rows[i + 1]),
-        runId: r.run_id,
-        achievedAt: new Date(r.finished_at).toISOString(),
-      });
-    });
+    traceStep(`board:${benchmarkId}`, 'best');
+    const entries: LeaderboardEntry[] = rows.map((r, i) => ({
+      rank: i + 1,
+      name: b.ranks === 'users' ? (r.user_login ?? 'unknown') : (r.team_name ?? 'unknown'),
+      teamSlug: b.ranks === 'teams' ? (r.team_slug ?? null) : null,
+      userLogin: b.ranks === 'users' ? (r.user_login ?? null) : null,
+      score: Number(r.score),
+      interval: r.score_interval ?? null,
+      pairs: r.pairs ?? null,
+      overlapsPrevious: overlaps(r, rows[i - 1]),
+      overlapsNext: overlaps(r, rows[i + 1]),
+      runId: r.run_id,
+      achievedAt: new Date(r.finished_at).toISOString(),
+    }));
     return {
       benchmarkId: b.id,
       rulesVersion: b.rulesVersion,
