@@ -601,7 +601,8 @@ async function main() {
         const lat = at.map((t) => t - t0);
         const cpu = procs.reduce((sum, p) => sum + cpuMs(p), 0) - cpu0;
         rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length, cpu });
-        if (procs.includes(apiProc)) fanoutRounds.push({ t0, first: Math.min(...at), p50: pct(at, 50), p99: pct(at, 99) });
+        if (procs.includes(apiProc))
+          fanoutRounds.push({ t0, first: Math.min(...at), p50: pct(at, 50), p99: pct(at, 99) });
         await sleep(300);
       }
       for (const s of socks) s.terminate();
@@ -785,7 +786,9 @@ async function main() {
   const md = `# Bench results\n\nMachine: ${machine}. Loopback only; ${REPLICAS > 1 ? `${REPLICAS} API processes (Redis streams adapter; agents on the first, watchers and spectators split, runs queued on the last)` : 'one API process (no Redis)'}, Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, the load generators in one Node process beside it.\nSettings: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${SPECTATORS} spectators, ${DISPATCHES} dispatches, ${READ_CLIENTS} read clients for ${READ_SECONDS} s (load generator in its own process)${ONLY ? `; parts: ${ONLY.join(', ')}` : ''}. Run on ${new Date(stamp).toISOString()}; load average (1, 5, 15 min) at the end: ${os
     .loadavg()
     .map((x) => x.toFixed(2))
-    .join(', ')}; ${PAIRS} pairs of each read comparison and ${FANOUT_PAIRS} of fan-out, Dryft and bare alternating.\n\n${table}\n`;
+    .join(
+      ', ',
+    )}; ${PAIRS} pairs of each read comparison and ${FANOUT_PAIRS} of fan-out, Dryft and bare alternating.\n\n${table}\n`;
   mkdirSync(path.join(root, '.data'), { recursive: true });
   writeFileSync(path.join(root, '.data', 'bench-RESULTS.latest.md'), md);
   writeFileSync(
@@ -824,14 +827,24 @@ function traceSummary(output) {
   const batches = traces.filter((t) => t.key.startsWith('batch:'));
   if (batches.length) {
     log(`trace, log batches (${batches.length}), stage ms median/p99: ${stages(batches)}`);
-    const total = batches.map((t) => t.marks.find((m) => m[0] === 'broadcast')?.[1] - t.marks[0][1]).filter((x) => x >= 0);
-    log(`trace, log batches: created→broadcast median/p99 ${pct(total, 50).toFixed(2)}/${pct(total, 99).toFixed(2)} ms`);
+    const total = batches
+      .map((t) => t.marks.find((m) => m[0] === 'broadcast')?.[1] - t.marks[0][1])
+      .filter((x) => x >= 0);
+    log(
+      `trace, log batches: created→broadcast median/p99 ${pct(total, 50).toFixed(2)}/${pct(total, 99).toFixed(2)} ms`,
+    );
   }
   const boards = traces.filter((t) => t.key.startsWith('board:'));
   for (const r of fanoutRounds) {
     const t = boards.find((b) => b.marks[0][1] >= r.t0);
     if (!t) continue;
-    const marks = [['trigger', r.t0], ...t.marks, ['first arrival', r.first], ['p50 arrival', r.p50], ['p99 arrival', r.p99]];
+    const marks = [
+      ['trigger', r.t0],
+      ...t.marks,
+      ['first arrival', r.first],
+      ['p50 arrival', r.p50],
+      ['p99 arrival', r.p99],
+    ];
     log(
       `trace, fan-out round (${t.diffBytes} B diff, ${t.sockets} sockets): ${marks
         .slice(1)

@@ -61,7 +61,7 @@ describe('leaderboard diffs carry only what changed', () => {
 
   it('round-trips random changes byte for byte (key order included)', () => {
     let seed = 7;
-    const rand = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const rand = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     let prev = before;
     for (let step = 0; step < 300; step++) {
       const pool = prev.entries.map((e) => ({ ...e }));

@@ -134,7 +134,9 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
         traceMark(key, 'parsed', lastEvent.parsed);
       }
       this.connections.heardOf(agentId, [p.runId]);
-      const acked = this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>;
+      const acked = this.serial(p.runId, () =>
+        this.lifecycle.storeBatch(p.runId, agentId, p),
+      ) as Promise<BatchAck>;
       if (key)
         void acked.then(() => {
           traceMark(key, 'acked');

@@ -62,7 +62,11 @@ export class LeaderboardsService {
     early?.catch(() => undefined); // awaited below, or dropped when the settings changed
     const b = await this.benchmarks.get(benchmarkId);
     traceStep(`board:${benchmarkId}`, 'settings');
-    const query: BoardQuery = [b.rulesVersion, rankedTiers(b), b.ranks === 'users' ? 'created_by' : 'team_id'];
+    const query: BoardQuery = [
+      b.rulesVersion,
+      rankedTiers(b),
+      b.ranks === 'users' ? 'created_by' : 'team_id',
+    ];
     const key = JSON.stringify(query);
     this.boardQueries.set(benchmarkId, query);
     const rows =

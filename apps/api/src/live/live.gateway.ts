@@ -288,7 +288,10 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
         const diffBytes = diff ? JSON.stringify(diff).length : 0;
         if (diff && diffBytes < snap.body.length) room.emit('leaderboard.diff', diff);
         else room.emit('leaderboard.update', { leaderboard: snap.view, version });
-        traceEnd(trace, 'emitted', { diffBytes, sockets: this.nsp.adapter.rooms.get(`leaderboard:${benchmarkId}`)?.size });
+        traceEnd(trace, 'emitted', {
+          diffBytes,
+          sockets: this.nsp.adapter.rooms.get(`leaderboard:${benchmarkId}`)?.size,
+        });
       })
       .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
   }

@@ -70,7 +70,10 @@ describe('leaderboardDiffStep', () => {
 
   it('applies a diff to the board it was made from', () => {
     // b passed a with a new result; a only moved down.
-    expect(d12.places).toEqual([{ rank: 1, was: 2, score: 130, runId: 'b-130' }, { rank: 2, was: 1 }]);
+    expect(d12.places).toEqual([
+      { rank: 1, was: 2, score: 130, runId: 'b-130' },
+      { rank: 2, was: 1 },
+    ]);
     expect(leaderboardDiffStep(v1, '"v1"', d12)).toEqual({ kind: 'apply', board: v2, version: '"v2"' });
   });
 
