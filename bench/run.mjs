@@ -3,7 +3,7 @@
 // through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
 // writes it to .data/bench-RESULTS.latest.md (bench/RESULTS.md keeps the runs worth keeping). Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
 // (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_FANOUT_PAIRS (4, or
-// BENCH_PAIRS where set), BENCH_TRACE (1: the API's per-stage latency marks, summed up at the end), BENCH_DISPATCHES (40),
+// BENCH_PAIRS where set), BENCH_FANOUT_WARMUP (1 uncounted change before the 3 measured), BENCH_TRACE (1: the API's per-stage latency marks, summed up at the end), BENCH_DISPATCHES (40),
 // BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20, on the board for reads and
 // fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
 // order alternating, each pair's ratio and their median reported with the load average),
@@ -555,6 +555,7 @@ async function main() {
   // Fan-out's worst-of-3 rounds swing by a third from pair to pair on a shared box: more pairs,
   // and the median of their ratios (each pair about 15 s).
   const FANOUT_PAIRS = Number(process.env.BENCH_FANOUT_PAIRS ?? process.env.BENCH_PAIRS ?? 4);
+  const WARMUP = Number(process.env.BENCH_FANOUT_WARMUP ?? 1);
 
   if (want('fanout')) {
     // 4. Leaderboard fan-out to SPECTATORS sockets, the board holding READ_TEAMS teams besides the
@@ -592,7 +593,9 @@ async function main() {
       await sleep(1000);
       const perSocket = (memOf() - memBefore) / SPECTATORS;
       const rounds = [];
-      for (let round = 0; round < 3; round++) {
+      // Round -1 warms up and is not counted: the first change after 10,000 sockets connected paid
+      // one-time costs (Dryft's first pair was its worst in every run of 2026-11-30, by up to 2.6×).
+      for (let round = -WARMUP; round < 3; round++) {
         at.length = 0;
         const cpu0 = procs.reduce((sum, p) => sum + cpuMs(p), 0);
         const t0 = await trigger();
@@ -600,10 +603,11 @@ async function main() {
         while (at.length < SPECTATORS && Date.now() < end) await sleep(10);
         const lat = at.map((t) => t - t0);
         const cpu = procs.reduce((sum, p) => sum + cpuMs(p), 0) - cpu0;
+        await sleep(300);
+        if (round < 0) continue;
         rounds.push({ p50: pct(lat, 50), p99: pct(lat, 99), got: lat.length, cpu });
         if (procs.includes(apiProc))
           fanoutRounds.push({ t0, first: Math.min(...at), p50: pct(at, 50), p99: pct(at, 99) });
-        await sleep(300);
       }
       for (const s of socks) s.terminate();
       await sleep(500);
