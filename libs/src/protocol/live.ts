@@ -52,11 +52,24 @@ export const RunResultLiveEvent = z.object({ runId: z.string(), result: RunResul
 /** The whole board, with its version (an opaque string: the same board has the same version). */
 export const LeaderboardUpdateEvent = z.object({ leaderboard: LeaderboardView, version: z.string() });
 /**
- * A board's change as the entries that differ, sent instead of `leaderboard.update` when it is the
+ * One changed place of a `leaderboard.diff`: the fields of its new entry that differ from a base
+ * entry of the board the diff applies to. The base is the entry that held place `was` (the same
+ * team or participant, moved), or without `was` the entry that held this place; a place with no base
+ * carries every field. A team that only moved is `{ rank, was }`: the update reaches every spectator,
+ * so what it does not carry is not encoded, sent or read 10,000 times (bench/RESULTS.md).
+ */
+export const LeaderboardDiffPlace = LeaderboardEntry.partial().extend({
+  rank: z.number().int().positive(),
+  was: z.number().int().positive().optional(),
+});
+export type LeaderboardDiffPlace = z.infer<typeof LeaderboardDiffPlace>;
+
+/**
+ * A board's change as the places that differ, sent instead of `leaderboard.update` when it is the
  * smaller of the two. It applies to the board of version `from` only (applyLeaderboardDiff): a
  * client holding another version missed a change and fetches the board again (`leaderboard.join`
  * answers with the board and its version). Ranks are 1…`size` without gaps, so an entry's place is
- * its rank: `entries` are the places whose entry changed, and the board is cut to `size`.
+ * its rank: `places` are the places whose entry changed, and the board is cut to `size`.
  */
 export const LeaderboardDiffEvent = z.object({
   benchmarkId: z.string(),
@@ -64,13 +77,38 @@ export const LeaderboardDiffEvent = z.object({
   version: z.string(),
   updatedAt: z.string(),
   size: z.number().int().nonnegative(),
-  entries: z.array(LeaderboardEntry),
+  places: z.array(LeaderboardDiffPlace),
 });
 export type LeaderboardDiffEvent = z.infer<typeof LeaderboardDiffEvent>;
 
+/** An entry's fields in the order the API writes them (the order a rebuilt entry takes). */
+const ENTRY_KEYS = Object.keys(LeaderboardEntry.shape) as (keyof LeaderboardEntry)[];
+
+/** Who holds a place: the same holder on two boards is the same team (or participant), moved. */
+const holderOf = (e: LeaderboardEntry): string =>
+  e.teamSlug !== null ? `t:${e.teamSlug}` : e.userLogin !== null ? `u:${e.userLogin}` : `n:${e.name}`;
+
+/** The fields of `e` other than its rank that differ from `base`'s (all of them without a base). */
+function changedFields(e: LeaderboardEntry, base: LeaderboardEntry | undefined): Partial<LeaderboardEntry> {
+  const out: Record<string, unknown> = {};
+  for (const k of ENTRY_KEYS) {
+    if (k === 'rank') continue;
+    const v = e[k];
+    const same =
+      base !== undefined &&
+      (v === base[k] || (typeof v === 'object' && JSON.stringify(v) === JSON.stringify(base[k])));
+    if (!same) out[k] = v;
+  }
+  return out as Partial<LeaderboardEntry>;
+}
+
+const weight = (fields: object): number => JSON.stringify(fields).length;
+
 /**
  * The diff from board `prev` (version `from`) to `next` (version `version`); null when it cannot be
- * one (another benchmark, rules version or ranking), and the caller sends the whole board.
+ * one (another benchmark, rules version or ranking), and the caller sends the whole board. Each
+ * changed place is said against whichever base is shorter: the entry that held the place, or the
+ * same holder's entry where it was.
  */
 export function leaderboardDiff(
   prev: LeaderboardView,
@@ -84,22 +122,31 @@ export function leaderboardDiff(
     prev.ranks !== next.ranks
   )
     return null;
-  const entries = next.entries.filter(
-    (e, i) => i >= prev.entries.length || JSON.stringify(e) !== JSON.stringify(prev.entries[i]),
-  );
+  const wasAt = new Map(prev.entries.map((e, i) => [holderOf(e), i]));
+  const places: LeaderboardDiffPlace[] = [];
+  next.entries.forEach((e, i) => {
+    const here = changedFields(e, prev.entries[i]);
+    if (i < prev.entries.length && Object.keys(here).length === 0) return;
+    const j = wasAt.get(holderOf(e));
+    const moved = j !== undefined && j !== i ? changedFields(e, prev.entries[j]) : null;
+    if (moved && (i >= prev.entries.length || weight(moved) + 8 < weight(here)))
+      places.push({ rank: i + 1, was: j! + 1, ...moved });
+    else places.push({ rank: i + 1, ...here });
+  });
   return {
     benchmarkId: next.benchmarkId,
     from,
     version,
     updatedAt: next.updatedAt,
     size: next.entries.length,
-    entries,
+    places,
   };
 }
 
 /**
  * `board` (of version `version`) with `diff` applied; null when the diff is not for that board (another
- * benchmark, or a base other than `version`: a change was missed, fetch the board again).
+ * benchmark, or a base other than `version`: a change was missed, fetch the board again) or does not
+ * make a whole board.
  */
 export function applyLeaderboardDiff(
   board: LeaderboardView,
@@ -108,9 +155,19 @@ export function applyLeaderboardDiff(
 ): LeaderboardView | null {
   if (diff.benchmarkId !== board.benchmarkId || diff.from !== version) return null;
   const entries = board.entries.slice(0, diff.size);
-  for (const e of diff.entries) {
-    if (e.rank < 1 || e.rank > diff.size) return null;
-    entries[e.rank - 1] = e;
+  for (const p of diff.places) {
+    if (p.rank < 1 || p.rank > diff.size) return null;
+    // Bases are the entries of `board` as it was, never one this loop already replaced.
+    const base = p.was === undefined ? board.entries[p.rank - 1] : board.entries[p.was - 1];
+    if (p.was !== undefined && base === undefined) return null;
+    const e: Record<string, unknown> = {};
+    for (const k of ENTRY_KEYS) {
+      if (k === 'rank') e.rank = p.rank;
+      else if (Object.prototype.hasOwnProperty.call(p, k)) e[k] = p[k];
+      else if (base) e[k] = base[k];
+      else return null;
+    }
+    entries[p.rank - 1] = e as LeaderboardEntry;
   }
   if (entries.length !== diff.size) return null;
   // A plain loop: `some` would skip the holes of a diff that left a place unfilled.

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { AppError } from '../common/errors';
 import { isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
+import { LATENCY_TRACE, lastEvent, traceEnd, traceMark } from '../common/latency-trace';
 import { CONFIG, Config } from '../config/config';
 import { SocketServer } from '../socket/socket-server';
 import {
@@ -126,10 +127,28 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
       return { ok: true };
     });
     this.on(socket, 'run.batch', (p) => {
+      const key = LATENCY_TRACE && p.entries[0]?.type === 'log' ? `batch:${p.runId}:${p.entries[0].n}` : '';
+      if (key) {
+        traceMark(key, 'created', (p.entries[0] as { ts: number }).ts);
+        traceMark(key, 'received', lastEvent.received);
+        traceMark(key, 'parsed', lastEvent.parsed);
+      }
       this.connections.heardOf(agentId, [p.runId]);
-      return this.serial(p.runId, () => this.lifecycle.storeBatch(p.runId, agentId, p)) as Promise<BatchAck>;
+      const acked = this.serial(p.runId, () =>
+        this.lifecycle.storeBatch(p.runId, agentId, p),
+      ) as Promise<BatchAck>;
+      if (key)
+        void acked.then(() => {
+          traceMark(key, 'acked');
+          setImmediate(() => traceEnd(key, 'end', { lines: p.entries.length }));
+        });
+      return acked;
     });
     this.on(socket, 'run.finished', (p) => {
+      if (LATENCY_TRACE) {
+        traceMark(`fin:${p.runId}`, 'received', lastEvent.received);
+        traceMark(`fin:${p.runId}`, 'parsed', lastEvent.parsed);
+      }
       this.connections.heardOf(agentId, [p.runId]);
       return this.serial(p.runId, () => this.lifecycle.finish(p.runId, agentId, p)) as Promise<Ack>;
     });

@@ -13,6 +13,13 @@ export interface BestRow {
   finished_at: Date;
 }
 
+/** A best row with its holder's names (null where the team or user no longer exists). */
+export interface NamedBestRow extends BestRow {
+  team_name: string | null;
+  team_slug: string | null;
+  user_login: string | null;
+}
+
 export interface RaiseRow {
   benchmark_id: string;
   run_id: string;
@@ -46,6 +53,28 @@ export class LeaderboardsRepository {
            FROM runs WHERE ${ELIGIBLE}
           ORDER BY ${holderColumn}, score DESC, finished_at ASC, id ASC
        ) b ORDER BY score DESC, finished_at ASC, run_id ASC`,
+      [benchmarkId, rulesVersion, rankedTiers],
+    );
+  }
+
+  /**
+   * {@link best} with the names a board shows (team name and slug, the participant's login), in one
+   * query: the board is rebuilt before every live broadcast, and each round trip is latency every
+   * spectator waits for.
+   */
+  bestNamed(
+    benchmarkId: string,
+    rulesVersion: number,
+    rankedTiers: string[],
+    holderColumn: 'team_id' | 'created_by',
+  ): Promise<NamedBestRow[]> {
+    return this.dataSource.query(
+      `SELECT b.*, t.name AS team_name, t.slug AS team_slug, u.login AS user_login FROM (
+         SELECT DISTINCT ON (${holderColumn}) ${holderColumn}::text AS holder, id AS run_id, team_id, created_by, score, score_interval, pairs, finished_at
+           FROM runs WHERE ${ELIGIBLE}
+          ORDER BY ${holderColumn}, score DESC, finished_at ASC, id ASC
+       ) b LEFT JOIN teams t ON t.id = b.team_id LEFT JOIN users u ON u.id = b.created_by
+       ORDER BY b.score DESC, b.finished_at ASC, b.run_id ASC`,
       [benchmarkId, rulesVersion, rankedTiers],
     );
   }

@@ -9,6 +9,7 @@ import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
+import { traceEnd, traceMark } from '../common/latency-trace';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
 import { boardVersion, isPublicChange, PublicSnapshots, Snapshot } from '../leaderboards/public-snapshots';
@@ -245,6 +246,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
    * that one is due ride along, and changes within the window after it cost one trailing broadcast.
    */
   leaderboardChanged(benchmarkId: string): void {
+    traceMark(`board:${benchmarkId}`, 'changed');
     const due = this.boardBroadcasts.get(benchmarkId);
     if (due) {
       if (!due.immediate) due.pending = true;
@@ -265,6 +267,7 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       }, LEADERBOARD_COALESCE_MS);
     };
     state.immediate = setImmediate(() => {
+      traceMark(`board:${benchmarkId}`, 'immediate');
       state.immediate = undefined;
       this.broadcastBoard(benchmarkId);
       window();
@@ -280,6 +283,8 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.boards
       .leaderboard(benchmarkId)
       .then((snap) => {
+        const trace = `board:${benchmarkId}`;
+        traceMark(trace, 'snapshot');
         const room = this.nsp.to(`leaderboard:${benchmarkId}`);
         const prev = this.boardsSent.get(benchmarkId);
         this.boardsSent.set(benchmarkId, snap);
@@ -288,8 +293,14 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
           prev && boardVersion(prev) !== version
             ? leaderboardDiff(prev.view, boardVersion(prev), snap.view, version)
             : null;
-        if (diff && JSON.stringify(diff).length < snap.body.length) room.emit('leaderboard.diff', diff);
+        traceMark(trace, 'diff');
+        const diffBytes = diff ? JSON.stringify(diff).length : 0;
+        if (diff && diffBytes < snap.body.length) room.emit('leaderboard.diff', diff);
         else room.emit('leaderboard.update', { leaderboard: snap.view, version });
+        traceEnd(trace, 'emitted', {
+          diffBytes,
+          sockets: this.nsp.adapter.rooms.get(`leaderboard:${benchmarkId}`)?.size,
+        });
       })
       .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
   }

@@ -1,4 +1,5 @@
 import type { LogLine } from '@dryft/libs';
+import { LATENCY_TRACE, traceMark } from '../common/latency-trace';
 import type { LiveNamespace, LiveSocket } from '../socket/socket-server';
 
 /** Reads stored lines of a run after a seq, in order (the runs repository in the app, a stub in unit tests). */
@@ -64,7 +65,9 @@ export class RunChannels {
         ch.cursor = Math.max(ch.cursor, gap.length ? gap[gap.length - 1].seq : ch.cursor);
       }
       const rest = fresh.filter((l) => l.seq > ch.cursor!);
+      if (LATENCY_TRACE) traceMark(`batch:${runId}:${lines[0].seq}`, 'deliver');
       this.broadcast(runId, rest);
+      if (LATENCY_TRACE) traceMark(`batch:${runId}:${lines[0].seq}`, 'broadcast');
       if (rest.length) ch.cursor = rest[rest.length - 1].seq;
     });
   }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { LATENCY_TRACE, traceMark, traceRename } from '../common/latency-trace';
 import type { Ack, BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import { REMEASURE_MIN_SAMPLES, TERMINAL_STATUSES, agentRefusal, baselineKey, isUuid } from '@dryft/libs';
 import { Clock } from '../common/clock';
@@ -107,8 +108,13 @@ export class RunLifecycleService {
   async storeBatch(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
     const after: Emit[] = [];
     let reinstated = false;
+    const trace =
+      LATENCY_TRACE && batch.entries[0]?.type === 'log' ? `batch:${runId}:${batch.entries[0].n}` : '';
+    if (trace) traceMark(trace, 'serial');
     const ack = await this.runs.transaction(async (tx): Promise<BatchAck> => {
+      if (trace) traceMark(trace, 'begun');
       let run = await tx.lock(runId);
+      if (trace) traceMark(trace, 'locked');
       if (!run || run.agentId !== agentId)
         return {
           ...agentRefusal('run_not_assigned', 'This run is not assigned to this agent.'),
@@ -138,6 +144,7 @@ export class RunLifecycleService {
       // The log cap: the head is stored now, lines past it wait in the run's tail for its end.
       const stored = capBatch(run, lines, this.runsService.logLimits(run.benchmarkId));
       await tx.insertLogs(run.id, stored, run.lastLogSeq);
+      if (trace) traceMark(trace, 'inserted');
       run.lastBatchSeq = batch.seq;
       for (const l of stored) if (l.seq > run.lastLogSeq) run.lastLogSeq = l.seq;
       const starting = run.status === 'assigned';
@@ -146,6 +153,7 @@ export class RunLifecycleService {
         run.startedAt = this.clock.now();
       }
       await this.queue.within(tx).recordBatch(run);
+      if (trace) traceMark(trace, 'recorded');
       if (stored.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines: stored }));
       if (starting)
         after.unshift(
@@ -153,8 +161,10 @@ export class RunLifecycleService {
         );
       return { ok: true, ackedSeq: run.lastBatchSeq };
     });
+    if (trace) traceMark(trace, 'committed');
     if (reinstated) await this.announceStatus(runId);
     for (const emit of after) emit();
+    if (trace) traceMark(trace, 'emitted');
     return ack;
   }
 
@@ -347,8 +357,13 @@ export class RunLifecycleService {
   private async announceFinal(run: RunEntity): Promise<void> {
     // First, before any other read: the public board snapshots drop the old board at once, so a
     // client that sees the run succeeded never reads the board without it.
-    if (run.mode === 'official' && run.status === 'succeeded')
+    if (run.mode === 'official' && run.status === 'succeeded') {
+      if (LATENCY_TRACE) {
+        traceRename(`fin:${run.id}`, `board:${run.benchmarkId}`);
+        traceMark(`board:${run.benchmarkId}`, 'committed');
+      }
       this.bus.emit('leaderboard.changed', { benchmarkId: run.benchmarkId });
+    }
     const view = await this.runsService.view(run);
     this.bus.emit('run.status', { run: view });
     this.bus.emit('run.result', { runId: run.id, result: await this.runsService.resultOf(run) });

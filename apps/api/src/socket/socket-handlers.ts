@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { refusal } from '@dryft/libs';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
+import { LATENCY_TRACE, lastEvent, traceNow } from '../common/latency-trace';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 
 /** The socket side both gateways share: what a middleware and an event listener receive. */
@@ -65,8 +66,10 @@ export function onAcked<T>(
   },
 ): void {
   socket.on(event, (raw: unknown, ack?: unknown) => {
+    if (LATENCY_TRACE) lastEvent.received = traceNow();
     const reply = typeof ack === 'function' ? (ack as (r: unknown) => void) : () => undefined;
     const parsed = schema.safeParse(raw ?? handlers.empty);
+    if (LATENCY_TRACE) lastEvent.parsed = traceNow();
     if (!parsed.success) {
       reply(handlers.malformed(describeIssues(parsed.error), parsed.error));
       return;

@@ -69,7 +69,11 @@ describe('leaderboardDiffStep', () => {
   const d12 = leaderboardDiff(v1, '"v1"', v2, '"v2"')!;
 
   it('applies a diff to the board it was made from', () => {
-    expect(d12.entries.map((e) => e.teamSlug)).toEqual(['b', 'a']);
+    // b passed a with a new result; a only moved down.
+    expect(d12.places).toEqual([
+      { rank: 1, was: 2, score: 130, runId: 'b-130' },
+      { rank: 2, was: 1 },
+    ]);
     expect(leaderboardDiffStep(v1, '"v1"', d12)).toEqual({ kind: 'apply', board: v2, version: '"v2"' });
   });
 
@@ -91,10 +95,10 @@ describe('leaderboardDiffStep', () => {
   it('grows and shrinks the board', () => {
     const grown = board([...v1.entries, entry(4, 'd', 90)]);
     const up = leaderboardDiff(v1, '"v1"', grown, '"g"')!;
-    expect(up.entries.map((e) => e.teamSlug)).toEqual(['d']);
+    expect(up.places.map((e) => e.teamSlug)).toEqual(['d']);
     expect(leaderboardDiffStep(v1, '"v1"', up)).toEqual({ kind: 'apply', board: grown, version: '"g"' });
     const down = leaderboardDiff(grown, '"g"', v1, '"v1"')!;
-    expect(down.entries).toEqual([]);
+    expect(down.places).toEqual([]);
     expect(down.size).toBe(3);
     expect(leaderboardDiffStep(grown, '"g"', down)).toEqual({ kind: 'apply', board: v1, version: '"v1"' });
   });
