@@ -13,8 +13,10 @@ bubblewrap that gives it:
   perf_event_open, bpf, keyctl/add_key/request_key, mount and the new mount API, pivot_root,
   chroot, setns, unshare and clone with namespace flags, TIOCSTI, io_uring, kernel modules, ...;
 - fresh /dev (only the GPU nodes the parent sees, i.e. the slot's), /proc, /run, an empty network
-  namespace, and two size-capped tmpfs: the workspace (a copy of the submission folder mounted at
-  its own path) and /tmp;
+  namespace, and two size-capped tmpfs: the workspace (a copy of the submission folder; a decode
+  engine's at ENGINE_WORKDIR, the training child's at its own path) and /tmp;
+- for decode engines, the same start for all: workspace path, channel descriptor, HOME and cwd
+  alike, and address-space randomisation off (ENGINE_WORKDIR, ENGINE_NO_ASLR);
 - limits: RLIMIT_NPROC, RLIMIT_NOFILE, and RLIMIT_DATA on CPU-only runs (RLIMIT_AS/DATA break
   CUDA's address-space reservations, so GPU memory is the parent's measurer's job).
 
