@@ -13,8 +13,10 @@ bubblewrap that gives it:
   perf_event_open, bpf, keyctl/add_key/request_key, mount and the new mount API, pivot_root,
   chroot, setns, unshare and clone with namespace flags, TIOCSTI, io_uring, kernel modules, ...;
 - fresh /dev (only the GPU nodes the parent sees, i.e. the slot's), /proc, /run, an empty network
-  namespace, and two size-capped tmpfs: the workspace (a copy of the submission folder mounted at
-  its own path) and /tmp;
+  namespace, and two size-capped tmpfs: the workspace (a copy of the submission folder; a decode
+  engine's at ENGINE_WORKDIR, the training child's at its own path) and /tmp;
+- for decode engines, the same start for all: workspace path, channel descriptor, HOME and cwd
+  alike, and address-space randomisation off (ENGINE_WORKDIR, ENGINE_NO_ASLR);
 - limits: RLIMIT_NPROC, RLIMIT_NOFILE, and RLIMIT_DATA on CPU-only runs (RLIMIT_AS/DATA break
   CUDA's address-space reservations, so GPU memory is the parent's measurer's job).
 
@@ -36,6 +38,19 @@ from typing import Optional
 
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jail_launch.py")
 SOURCE_MOUNT = "/run/dryft-source"
+# Where every engine child (decode: baseline and candidate) finds its workspace (cwd, HOME,
+# `--submission`) and its channel descriptor, whatever its folder is outside: the baseline's engine
+# folder and the candidate's workspace have paths of different lengths, which made the two
+# children's argv and environment differ, and with them the initial stack and memory layout
+# (harness/README.md, "The same conditions for both children"). Under the jail's /run tmpfs: the
+# root is a read-only bind, where no new top-level folder can be made. None: each child at its own
+# folder's path (the training child, and trials of the old way).
+ENGINE_WORKDIR: Optional[str] = "/run/engine"
+ENGINE_FD = 3
+# Engine children start with address-space randomisation off (personality ADDR_NO_RANDOMIZE, set by
+# the launcher and inherited through its exec): with it on, each process has its own random layout
+# for its whole life.
+ENGINE_NO_ASLR = True
 
 GIB = 1 << 30
 ROLE_UID_OFFSET = {"baseline": 0, "candidate": 1, "training": 1}
@@ -251,11 +266,20 @@ def limits_for(role: str, memory_limit: Optional[int]) -> JailLimits:
     )
 
 
-def child_env(env: dict, workdir: str) -> dict:
+def engine_view(workdir: str, fd: int) -> tuple[str, int]:
+    """Where an engine child started with spawn(engine=True) sees its workspace and its channel
+    descriptor: in the jail ENGINE_WORKDIR and ENGINE_FD, the same for every engine child; without
+    the jail (development, the harness's own tests) the folder and the descriptor themselves."""
+    if enabled() and ENGINE_WORKDIR:
+        return ENGINE_WORKDIR, ENGINE_FD
+    return os.path.abspath(workdir), fd
+
+
+def child_env(env: dict, home: str) -> dict:
     """The child's environment: the parent's, less the jail's settings; HOME is its own workspace
-    (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs)."""
+    (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs), at the path it sees it."""
     out = {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
-    out["HOME"] = os.path.abspath(workdir)
+    out["HOME"] = home
     out["TMPDIR"] = "/tmp"
     return out
 
@@ -279,8 +303,14 @@ def kept_under_tmp() -> list[str]:
     return keep
 
 
-def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int) -> list[str]:
-    workdir = os.path.abspath(workdir)
+def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int,
+                 engine_fd: Optional[int] = None) -> list[str]:
+    """The bubblewrap command line. engine_fd: an engine child's channel descriptor, which it then
+    sees at the same path and number as every other engine child (engine_view), with address-space
+    randomisation off (ENGINE_NO_ASLR); None: the child sees its folder at its own path."""
+    source = os.path.abspath(workdir)
+    engine = engine_fd is not None
+    workdir, inside_fd = engine_view(source, engine_fd) if engine else (source, None)
     bwrap = os.environ.get("DRYFT_JAIL_BWRAP", "/usr/bin/bwrap")
     size = str(limits.workspace)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev"]
@@ -305,7 +335,7 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
     for path in kept:
         args += ["--ro-bind", path, path]
     args += [
-        "--ro-bind", workdir, SOURCE_MOUNT,
+        "--ro-bind", source, SOURCE_MOUNT,
         "--size", size, "--tmpfs", workdir,
         "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--hostname", "dryft-engine",
         "--unshare-cgroup-try",
@@ -323,13 +353,19 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
               "--data", str(limits.data or 0)]
     if limits.uid is not None:
         launch += ["--uid", str(limits.uid)]
+    if engine and inside_fd != engine_fd:
+        launch += ["--move-fd", f"{engine_fd}:{inside_fd}"]
+    if engine and ENGINE_NO_ASLR:
+        launch += ["--no-aslr"]
     return args + launch + ["--"] + cmd
 
 
 def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, memory_limit: Optional[int],
-          stdin=subprocess.DEVNULL) -> tuple[subprocess.Popen, Optional[JailLimits]]:
+          stdin=subprocess.DEVNULL, engine: bool = False) -> tuple[subprocess.Popen, Optional[JailLimits]]:
     """Start an untrusted child: jailed when DRYFT_JAIL=1, else a plain subprocess. Either way in a
-    new session (its own process group) with only pass_fds open beyond stdio."""
+    new session (its own process group) with only pass_fds open beyond stdio. engine: a decode
+    engine child, started alike with every other (engine_view; cmd names the workspace and
+    pass_fds[0] as engine_view gives them)."""
     if not enabled():
         proc = subprocess.Popen(cmd, cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
                                 start_new_session=True, env=env)
@@ -343,10 +379,12 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         os.write(sec_w, program)  # a few hundred bytes: fits the pipe's buffer
         os.close(sec_w)
         sec_w = -1
+        engine_fd = pass_fds[0] if engine else None
+        home = engine_view(cwd, 0)[0] if engine else os.path.abspath(cwd)
         proc = subprocess.Popen(
-            jail_command(cmd, cwd, limits, sec_r, ready_w),
+            jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
-            start_new_session=True, env=child_env(env, cwd),
+            start_new_session=True, env=child_env(env, home),
         )
     except OSError as exc:
         os.close(ready_r)

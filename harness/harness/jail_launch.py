@@ -4,9 +4,10 @@ changes to the engine's uid (dropping every capability), sets the limits, re-arm
 signal (a uid change clears it), says "ok" on the ready descriptor and execs the child.
 
 Standard library only. Usage: jail_launch.py --ready-fd N --source DIR --workdir DIR --nproc N
---nofile N --data BYTES [--uid UID] -- COMMAND...
+--nofile N --data BYTES [--uid UID] [--move-fd FROM:TO] [--no-aslr] -- COMMAND...
 """
 import ctypes
+import fcntl
 import os
 import resource
 import shutil
@@ -71,6 +72,21 @@ def main():
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
             fail(ready, "could not set the parent-death signal")
+        if get("--move-fd") is not None:
+            # The engine's channel at one number for every engine child (the same argv for all).
+            src, dst = (int(x) for x in get("--move-fd").split(":"))
+            if ready == dst:
+                ready = fcntl.fcntl(ready, fcntl.F_DUPFD_CLOEXEC, 10)
+            os.dup2(src, dst)  # inheritable: it survives the exec
+            os.close(src)
+        if "--no-aslr" in opts:
+            # ADDR_NO_RANDOMIZE for the engine (kept through exec): every child starts from the
+            # same address-space layout instead of a random one of its own. The engine's own
+            # layout guards nothing here: it is untrusted code already, and the boundary is the
+            # namespaces, the uid and the seccomp filter, not where its own heap lies.
+            current = libc.personality(0xFFFFFFFF)
+            if current == -1 or libc.personality(current | 0x0040000) == -1:
+                fail(ready, "could not turn off address-space randomisation for the engine")
     except SystemExit:
         raise
     except BaseException as exc:

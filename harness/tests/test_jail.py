@@ -344,3 +344,58 @@ def test_a_harness_and_model_under_tmp_stay_visible_in_the_jail(tmp_path, make_e
     result = events[-1]
     assert result["type"] == "result" and result["status"] == "succeeded", (result.get("detail"), result.get("message"), err.decode()[-2000:])
     assert "ATTACK WORKED" not in out.decode() + err.decode()
+
+
+def test_both_children_start_alike_whatever_their_folders(tmp_path, make_engine, jailed):
+    """The baseline's engine folder and the candidate's workspace have paths of different lengths;
+    inside the jail both children see theirs at jail.ENGINE_WORKDIR, so argv, environment and cwd are
+    byte for byte the same, and both start with address-space randomisation off: the same initial
+    layout for both (harness/README.md, "The same conditions for both children")."""
+    candidate = make_engine('''
+        import ctypes, json, os, sys
+        from base import Engine as _Base
+
+        class Engine(_Base):
+            def __init__(self, model_path):
+                super().__init__(model_path)
+                seen = {"argv": sys.argv, "cwd": os.getcwd(), "env": sorted(os.environ.items()),
+                        "personality": ctypes.CDLL(None).personality(0xFFFFFFFF)}
+                print("start-check " + json.dumps(seen), flush=True)
+    ''')
+    baseline = tmp_path / "a-baseline-folder-with-a-much-longer-path" / "engine"
+    shutil.copytree(candidate, baseline)
+    spec = toy_spec("official", baselineEngine=str(baseline), samplesPerWorkload=2, maxPairs=2,
+                    checks={"maxRatioSpreadPct": 10000}, baseline=None)
+    run = run_harness(spec, candidate, tmp_path)
+    assert run.result["status"] == "succeeded", run.result
+    import json as _json
+    seen = [_json.loads(line.split(" ", 1)[1]) for line in run.stdout.splitlines() if line.startswith("start-check ")]
+    assert len(seen) == 2 and seen[0] == seen[1], seen
+    assert seen[0]["cwd"] == jail.ENGINE_WORKDIR and dict(seen[0]["env"])["HOME"] == jail.ENGINE_WORKDIR
+    assert seen[0]["argv"][-2:] == ["--submission", jail.ENGINE_WORKDIR], seen[0]["argv"]
+    assert seen[0]["personality"] & 0x0040000, seen[0]  # ADDR_NO_RANDOMIZE
+
+
+def test_an_engines_traceback_names_its_files_relative_to_its_workspace(tmp_path, make_engine, jailed):
+    d = make_engine('''
+        from base import Engine as _Base
+
+        class Engine(_Base):
+            def __init__(self, model_path):
+                raise RuntimeError("where: " + __file__)
+    ''')
+    res = run_harness(toy_spec("public"), d, tmp_path).result
+    assert res["failureCode"] == "candidate_error", res
+    assert "where: engine.py" in res["message"] and jail.ENGINE_WORKDIR not in res["message"], res["message"]
+
+
+def test_only_engine_children_are_moved_to_the_common_view(jailed):
+    # The training child reads its submission at its own path (the parent names it): it keeps it.
+    limits = jail.JailLimits(uid=None, nproc=10, nofile=10, data=None, memory_limit=None, workspace=1 << 20)
+    own = jail.jail_command(["x"], "/some/where/ws", limits, 5, 6)
+    assert own[own.index("--tmpfs", own.index(jail.SOURCE_MOUNT)) + 1] == "/some/where/ws"
+    assert "--no-aslr" not in own and "--move-fd" not in own and own[own.index("--workdir") + 1] == "/some/where/ws"
+    eng = jail.jail_command(["x"], "/some/where/ws", limits, 5, 6, engine_fd=9)
+    assert eng[eng.index("--tmpfs", eng.index(jail.SOURCE_MOUNT)) + 1] == jail.ENGINE_WORKDIR
+    assert eng[eng.index("--workdir") + 1] == jail.ENGINE_WORKDIR and eng[eng.index("--move-fd") + 1] == f"9:{jail.ENGINE_FD}"
+    assert "--no-aslr" in eng and eng.count("/some/where/ws") == 1  # only as the copy's source

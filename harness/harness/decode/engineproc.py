@@ -80,6 +80,7 @@ class EngineProcess:
     killed_for: Optional[str] = None
     extra_env: dict = field(default_factory=dict)
     limits: Optional[jail.JailLimits] = None
+    inside_dir: Optional[str] = None  # the workspace's path as the child sees it
 
     def start(self) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -94,15 +95,20 @@ class EngineProcess:
         # the same load, interleaved (bench/SCORES.md). Both children get the same seed, so
         # identical code lays out identically, and a run repeats the previous one's layout.
         env["PYTHONHASHSEED"] = ENGINE_HASH_SEED
+        # In the jail every engine child sees its workspace and channel at one path and number
+        # (jail.engine_view): the same argv, HOME and cwd for the baseline and the candidate, byte for
+        # byte, and the same address-space layout (harness/README.md, "The same conditions").
+        self.inside_dir, inside_fd = jail.engine_view(self.submission_dir, child_fd)
         self.measurer.begin()
         try:
             self.proc, self.limits = jail.spawn(
-                [sys.executable, "-u", CHILD_SCRIPT, "--fd", str(child_fd), "--submission", self.submission_dir],
+                [sys.executable, "-u", CHILD_SCRIPT, "--fd", str(inside_fd), "--submission", self.inside_dir],
                 cwd=self.submission_dir,
                 env=env,
                 pass_fds=(child_fd,),
                 role=self.role,
                 memory_limit=self.memory_limit,
+                engine=True,
             )
         except jail.JailError:
             parent_sock.close()
@@ -198,7 +204,8 @@ class EngineProcess:
             kind, message, tb = err.get("kind"), str(err.get("message")), str(err.get("traceback") or "")
         except Exception:
             kind, message, tb = "exception", payload[:2000].decode("utf-8", "replace"), ""
-        message, tb = relative_to_submission(message, self.submission_dir), relative_to_submission(tb, self.submission_dir)
+        for root in (self.inside_dir or self.submission_dir, self.submission_dir):
+            message, tb = relative_to_submission(message, root), relative_to_submission(tb, root)
         if kind == "contract":
             return EngineFailure("candidate_error", f"Engine contract violated during {during}: {message}", message)
         hit = jail.explain(f"{message}\n{tb}", self.limits)
