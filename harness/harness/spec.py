@@ -74,6 +74,9 @@ def validate_decode_spec(spec: dict) -> dict:
     spec.setdefault("maxPairs", None)
     _num(spec, "targetHalfWidthPct", "spec", positive=True, nullable=True)
     spec.setdefault("targetHalfWidthPct", None)
+    # Official runs: the run-to-run spread the reported interval adds in quadrature (pairing.widen).
+    _num(spec, "runSpreadPct", "spec", nonneg=True, nullable=True)
+    spec.setdefault("runSpreadPct", None)
     limits = _obj(spec, "limits", "spec")
     for key in ("loadSeconds", "sampleSeconds", "runSeconds"):
         _num(limits, key, "limits", positive=True)

@@ -63,6 +63,24 @@ def test_bootstrap_interval_is_deterministic_and_covers_the_score():
     assert pairing.bootstrap_interval([[1.25] * 5], "s") == (125.0, 125.0)
 
 
+def test_run_spread_widens_each_side_in_quadrature_on_a_log_scale():
+    # no spread: the bootstrap's interval as it is
+    assert pairing.widen(98.0, 103.0, 100.0, None) == (98.0, 103.0)
+    assert pairing.widen(98.0, 103.0, 100.0, 0) == (98.0, 103.0)
+    low, high = pairing.widen(98.0, 103.0, 100.0, 1.25)
+    z = 1.959963984540054
+    extra = z * math.log(1.0125)
+    assert math.isclose(low, 100.0 * math.exp(-math.hypot(math.log(100 / 98), extra)), rel_tol=1e-12)
+    assert math.isclose(high, 100.0 * math.exp(math.hypot(math.log(103 / 100), extra)), rel_tol=1e-12)
+    assert low < 98.0 and high > 103.0
+    # a point interval (identical ratios) gets exactly ± z × spread, as a ratio
+    lo, hi = pairing.widen(125.0, 125.0, 125.0, 1.25)
+    assert math.isclose(lo, 125.0 / math.exp(extra)) and math.isclose(hi, 125.0 * math.exp(extra))
+    # a wide bootstrap interval hardly moves: the two add in quadrature, not in sum
+    lo, hi = pairing.widen(80.0, 120.0, 100.0, 1.25)
+    assert 79.0 < lo < 80.0 and 120.0 < hi < 120.6
+
+
 def test_interval_narrows_with_more_pairs():
     rng = random.Random(7)
     draws = [1.0 + rng.gauss(0, 0.08) for _ in range(80)]
@@ -163,6 +181,26 @@ def test_unchanged_starter_against_the_baseline_scores_100_paired(tmp_path):
     assert any(m.startswith("check timing_stability: passed") for m in logs)
     assert logs[-1].startswith("verdict: succeeded. Official score:") and "±" in logs[-1]
     assert run.seconds < 60
+
+
+def test_official_interval_adds_the_definitions_run_spread(tmp_path):
+    # The same ratios (both engines are the baseline's code, a fixed seed for the bootstrap) with and
+    # without a run-to-run spread: the reported interval is the bootstrap's widened as pairing.widen
+    # says, around the same score; the stopping rule ignores it (the pairs' own interval is logged).
+    spec = toy_spec("official", workloads=HIDDEN[:1], samplesPerWorkload=6, warmupSamples=1, maxPairs=6,
+                    targetHalfWidthPct=3, runSpreadPct=1.25, checks={"maxRatioSpreadPct": 10000}, baseline=None)
+    run = run_harness(spec, TOY_BASELINE, tmp_path)
+    res = run.result
+    assert res["status"] == "succeeded", res
+    logs = [e["message"] for e in run.of("log")]
+    assert any("adds this benchmark's run-to-run spread of 1.25 %" in m for m in logs)
+    ratios = [float(m.split("= ")[1]) for m in logs if m.startswith("pair ") and "baseline/candidate" in m]
+    assert len(ratios) == 6 == res["pairs"]
+    point = pairing.score([ratios])
+    low, high = pairing.widen(*pairing.bootstrap_interval([ratios], "toy-decode:h-wide"), point, 1.25)
+    assert math.isclose(res["interval"]["low"], low, abs_tol=0.02) and math.isclose(res["interval"]["high"], high, abs_tol=0.02)
+    boot = pairing.bootstrap_interval([ratios], "toy-decode:h-wide")
+    assert res["interval"]["high"] - res["interval"]["low"] > boot[1] - boot[0]
 
 
 def test_public_score_is_indicative_and_unpaired(tmp_path):

@@ -102,7 +102,13 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
     // A public run with no cache: the spec asks for the official sample count for the baseline.
     const pub = await alice.startRun(await alice.upload(await toyStarter()), 'public');
     const pa = await assignment(pub.id);
-    expect(pa.spec).toMatchObject({ kind: 'decode', mode: 'public', baseline: null, samplesPerWorkload: 5 });
+    expect(pa.spec).toMatchObject({
+      kind: 'decode',
+      mode: 'public',
+      baseline: null,
+      samplesPerWorkload: 5,
+      runSpreadPct: null,
+    });
     // Whatever the harness reports from a public run, even claiming it was paired, is not cached.
     await agent.events(pub.id, [baselineEvent('cpu: AMD EPYC 7B13', false), baselineEvent('cpu', true, 1)]);
     await agent.finish(pub.id, {
@@ -125,6 +131,7 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
       samplesPerWorkload: 5,
       maxPairs: 24,
       targetHalfWidthPct: 3,
+      runSpreadPct: 1.25,
     });
     const rows = await cached();
     expect(rows.map((r) => r.hardware)).toEqual([key]);

@@ -13,6 +13,12 @@ Pure functions (no processes, no clocks), so the unit tests can pin them down ex
   percentiles of `BOOTSTRAP_RESAMPLES` resampled scores. The generator is seeded from a fixed
   string plus the run's benchmark and workload names, so the same ratios always give the same
   interval.
+- Run-to-run spread: two processes of the same engine keep a small speed difference for their
+  whole life (memory placement, the cores they land on), so a whole run leans a little one way
+  that its own pairs cannot show. The definition states that spread, measured by repeated official
+  runs on its hardware (`runSpreadPct`, one standard deviation in percent), and the reported
+  interval adds it to each side of the bootstrap's in quadrature, on a log scale (`widen`). The
+  stopping rule uses the bootstrap's half-width alone: more pairs cannot shrink the rest.
 - Stability: per workload, the interquartile range of the ratios over their median, in percent.
   Drift and load largely cancel in a ratio, so what is left is the engine's own unsteadiness.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from statistics import NormalDist
 from typing import Optional, Sequence
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -69,6 +76,18 @@ def bootstrap_interval(per_workload: Sequence[Sequence[float]], seed: str,
     scores.sort()
     tail = (1.0 - level) / 2.0
     return _percentile(scores, tail), _percentile(scores, 1.0 - tail)
+
+
+def widen(low: float, high: float, point: float, run_spread_pct: Optional[float], level: float = LEVEL) -> tuple[float, float]:
+    """The bootstrap interval (low, high) around `point` with the run-to-run spread added: each side's
+    distance from the point, on a log scale, combined in quadrature with z × run_spread_pct % (z for
+    `level`, 1.96 at 95 %). No spread (None or 0) leaves the interval as it is."""
+    if not run_spread_pct:
+        return low, high
+    extra = NormalDist().inv_cdf(0.5 + level / 2.0) * math.log1p(run_spread_pct / 100.0)
+    below = max(0.0, math.log(point / low))
+    above = max(0.0, math.log(high / point))
+    return point * math.exp(-math.hypot(below, extra)), point * math.exp(math.hypot(above, extra))
 
 
 def half_width_pct(low: float, high: float, point: float) -> float:

@@ -251,7 +251,9 @@ class DecodeRun:
         try:
             events.log(
                 f"paired measurement: {min_pairs} to {max_pairs} pairs per workload"
-                + (f", until the score's 95 % interval is within ±{target:g} %" if target and max_pairs > min_pairs else "")
+                + (f", until the pairs' 95 % bootstrap interval is within ±{target:g} %" if target and max_pairs > min_pairs else "")
+                + (f"; the reported interval adds this benchmark's run-to-run spread of {spec['runSpreadPct']:g} %"
+                   if spec.get("runSpreadPct") else "")
                 + "; each pair is one baseline and one candidate sample on the same prompts, in the order AB, BA, AB, …"
             )
             for w in workloads:
@@ -289,7 +291,7 @@ class DecodeRun:
                     point = pairing.score(per)
                     low, high = pairing.bootstrap_interval(per, self.bootstrap_seed())
                     hw = pairing.half_width_pct(low, high, point)
-                    events.log(f"after {pairs} pairs: score {point:.2f}, 95 % interval {low:.2f}–{high:.2f} (±{hw:.2f} %)")
+                    events.log(f"after {pairs} pairs: score {point:.2f}, the pairs' 95 % interval {low:.2f}–{high:.2f} (±{hw:.2f} %)")
         finally:
             base.close()
             cand.close()
@@ -458,7 +460,8 @@ class DecodeRun:
             if ratios is not None:
                 per = list(ratios.values())
                 pairs = len(per[0])
-                low, high = pairing.bootstrap_interval(per, self.bootstrap_seed())
+                low, high = pairing.widen(*pairing.bootstrap_interval(per, self.bootstrap_seed()), score,
+                                          self.spec.get("runSpreadPct"))
                 interval = {"low": round(low, 4), "high": round(high, 4), "halfWidth": round((high - low) / 2, 4), "level": pairing.LEVEL}
         for code in FAILURE_ORDER:
             if code in failures:

@@ -20,8 +20,11 @@ family, runs, cand = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 model = sys.argv[4] if len(sys.argv) > 4 else None
 max_pairs = int(sys.argv[5]) if len(sys.argv) > 5 else 24
 star = "toy-decode" if family == "toy" else "qwen3-4b-decode"
-BASE = f"{REPO}/starters/{star}/engine"
-SUB = BASE if cand == "starter" else f"{REPO}/starters/{star}/examples/fast"
+ENGINES = {"starter": f"{REPO}/starters/{star}/engine", "fast": f"{REPO}/starters/{star}/examples/fast"}
+SUB = ENGINES[cand]
+# TRIAL_BASELINE=fast: the fast example against itself (its run-to-run spread without the eager
+# baseline's jitter); default: the shipped baseline engine.
+BASE = ENGINES[os.environ.get("TRIAL_BASELINE", "starter")]
 if family == "toy":
     WL = [{"name": "h-wide", "batchSize": 8, "promptLength": 32, "maxNewTokens": 16, "seed": 9101},
           {"name": "h-deep", "batchSize": 2, "promptLength": 96, "maxNewTokens": 32, "seed": 9102}]
@@ -81,6 +84,18 @@ def one(arm: str) -> dict:
     return row
 
 
+def run_spread(arm: str) -> float:
+    """The run-to-run spread beyond the pairs' own noise, in percent (harness/README.md, "Run-to-run
+    spread"): the scores' variance less the mean squared bootstrap standard error."""
+    got = [r for r in rows if r["arm"] == arm and r["score"] and r["low"] is not None]
+    if len(got) < 2:
+        return float("nan")
+    med = statistics.median(r["score"] for r in got)
+    var = statistics.variance([r["score"] / med * 100 for r in got])
+    se2 = statistics.mean([((r["high"] - r["low"]) / 2 / r["score"] * 100 / 1.96) ** 2 for r in got])
+    return math.sqrt(max(0.0, var - se2))
+
+
 busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if os.environ.get("BUSY") == "1" else None
 rows = []
 try:
@@ -99,4 +114,5 @@ for arm in ARMS:
     within = sum(1 for s in sc if abs(s / med - 1) <= 0.05)
     print(f"== {family} {cand} {arm}: n={len(sc)} scores {min(sc):.1f}-{max(sc):.1f} median {med:.2f} "
           f"sd {statistics.pstdev(sc):.2f} ({statistics.pstdev(sc) / med * 100:.2f} %); interval holds 100 in {cov}; "
+          f"sigma_run {run_spread(arm):.2f} %; "
           f"within ±5 % of median {within}; within 100±5 {sum(1 for s in sc if abs(s - 100) <= 5)}", flush=True)

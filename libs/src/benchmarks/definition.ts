@@ -64,8 +64,16 @@ export const DecodeBenchmarkDefinition = Common.extend({
       warmup: z.number().int().nonnegative(),
       /** Official runs: the most pairs per workload (adaptive; = official for a fixed count). */
       maxPairs: z.number().int().positive(),
-      /** Official runs: add pairs until the score's 95 % interval is within ± this percent. */
+      /** Official runs: add pairs until the pairs' 95 % bootstrap interval is within ± this percent. */
       targetHalfWidthPct: z.number().positive(),
+      /**
+       * Official runs: the standard deviation, in percent, by which the same engine's paired score
+       * moves from one run to the next beyond what its own pairs show (each run's two processes
+       * differ slightly for their whole life), measured on this definition's hardware by repeated
+       * official runs (`npm run bench:scores`). The reported interval adds it to the bootstrap's in
+       * quadrature; more pairs cannot shrink it, so the stopping rule leaves it out. 0: none known.
+       */
+      runSpreadPct: z.number().nonnegative().max(20).default(0),
     })
     .refine((s) => s.maxPairs >= s.official, { message: 'maxPairs must be at least official' }),
   limits: DecodeLimits,
@@ -161,6 +169,7 @@ export const PublicBenchmark = z.object({
       warmup: z.number(),
       maxPairs: z.number().optional(),
       targetHalfWidthPct: z.number().optional(),
+      runSpreadPct: z.number().optional(),
     })
     .optional(),
   checks: DecodeChecks.optional(),

@@ -90,6 +90,11 @@ export const DecodeSpec = z.object({
   maxPairs: z.number().int().positive().nullable().optional(),
   /** Official runs: stop adding pairs once the score's 95 % interval is within ± this percent. */
   targetHalfWidthPct: z.number().positive().nullable().optional(),
+  /**
+   * Official runs: the definition's run-to-run spread (percent, one standard deviation), added in
+   * quadrature to the bootstrap interval of the score it reports (harness/README.md).
+   */
+  runSpreadPct: z.number().nonnegative().nullable().optional(),
   warmupSamples: z.number().int().nonnegative(),
   limits: DecodeLimits,
   checks: DecodeChecks,

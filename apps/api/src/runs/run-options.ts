@@ -141,6 +141,7 @@ export function decodeSpec(
     samplesPerWorkload: samples ?? b.samples.official,
     maxPairs: official ? b.samples.maxPairs : null,
     targetHalfWidthPct: official ? b.samples.targetHalfWidthPct : null,
+    runSpreadPct: official ? b.samples.runSpreadPct : null,
     warmupSamples: b.samples.warmup,
     limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
     checks: b.checks,
