@@ -9,7 +9,7 @@
 // Not a test: it prints a table and writes bench/SCORES.md. Settings (env): BENCH_SCORE_RUNS (10),
 // BENCH_LOAD (1 busy core; 0 = none), DATABASE_URL (else embedded Postgres), HARNESS_PYTHON.
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -228,6 +228,28 @@ function writeReport(rows, def) {
           `| ${r.i} | ${r.status}${r.failureCode ? ` (${r.failureCode})` : ''} | ${fmt(r.score)} | ${r.interval ? `${fmt(r.interval.low)}–${fmt(r.interval.high)}` : '—'} | ${fmt(r.interval?.halfWidth)} | ${r.pairs ?? '—'} | ${fmt(r.old)} | ${fmt(r.wallS, 1)} | ${fmt(r.harnessS, 1)} |`,
       ),
     ].join('\n');
+  // The run-to-run spread these runs show beyond their pairs' own noise (harness/README.md,
+  // "Run-to-run spread"): the scores' variance less the mean squared bootstrap standard error,
+  // the definition's spread taken back out of each reported half-width first.
+  const stated = def.samples.runSpreadPct ?? 0;
+  const z = 1.959964;
+  const runSpread = (list) => {
+    const got = list.filter((r) => ok(r) && r.interval);
+    if (got.length < 3) return null;
+    const med = median(got.map((r) => r.score));
+    const rel = got.map((r) => (r.score / med) * 100);
+    const mean = rel.reduce((a, b) => a + b, 0) / rel.length;
+    const variance = rel.reduce((a, b) => a + (b - mean) ** 2, 0) / (rel.length - 1);
+    const se2 =
+      got
+        .map((r) => {
+          const total = Math.log1p(r.interval.halfWidth / r.score);
+          const boot = Math.sqrt(Math.max(0, total ** 2 - (z * Math.log1p(stated / 100)) ** 2));
+          return ((Math.expm1(boot) * 100) / z) ** 2;
+        })
+        .reduce((a, b) => a + b, 0) / got.length;
+    return Math.sqrt(Math.max(0, variance - se2));
+  };
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const md = `# Score trust: paired measurement on a busy machine (\`npm run bench:scores\`)
 
@@ -241,8 +263,9 @@ ${process.env.BENCH_SCORES_NOTE ? `\n${process.env.BENCH_SCORES_NOTE}\n` : ''}
 Each row is one official toy-decode run through the real hub and local agent (upload, queue,
 sandboxed harness). **Paired** (the score the hub now records): the baseline engine runs beside the
 candidate and every timed candidate sample has a baseline sample next to it (AB, BA, …); per workload
-the median of baseline ÷ candidate over the pairs, ${def.samples.official} to ${def.samples.maxPairs} pairs until the 95 %
-bootstrap interval is within ± ${def.samples.targetHalfWidthPct} %. **Old way**: the same run's first ${def.samples.official} timed
+the median of baseline ÷ candidate over the pairs, ${def.samples.official} to ${def.samples.maxPairs} pairs until the pairs' 95 %
+bootstrap interval is within ± ${def.samples.targetHalfWidthPct} %; the interval reported (and shown here) adds the
+definition's run-to-run spread of ${stated} % in quadrature (harness/README.md, "Run-to-run spread"). **Old way**: the same run's first ${def.samples.official} timed
 candidate samples (median per workload) against the baseline cached by the first official run and
 reused, as the hub did before: the candidate measured minutes apart from its baseline.
 
@@ -251,16 +274,19 @@ reused, as the hub did before: the candidate measured minutes apart from its bas
 ${table(starter)}
 
 Paired: ${within5} of ${starter.length} within 100 ± 5 (target: all), interval contains 100 in ${contains} of ${starter.length} (target: ≥ 9).
-Paired scores ${spread(starter.filter(ok).map((r) => r.score))}; old way ${spread(oldStarter)}.
+Paired scores ${spread(starter.filter(ok).map((r) => r.score))}; old way ${spread(oldStarter)}. Run-to-run spread beyond the pairs: ${fmt(runSpread(starter))} % (the definition states ${stated} %).
 
 ## examples/fast
 
 ${table(fast)}
 
 Paired: median ${fmt(fastMed)}, ${fastWithin} of ${fastScores.length} within ± 5 % of it (target: all).
-Paired scores ${spread(fastScores)}; old way ${spread(oldFast)}${oldFastMed ? ` (median ${fmt(oldFastMed)}, ${oldFast.filter((s) => Math.abs(s / oldFastMed - 1) <= 0.05).length} of ${oldFast.length} within ± 5 %)` : ''}.
+Paired scores ${spread(fastScores)}; old way ${spread(oldFast)}${oldFastMed ? ` (median ${fmt(oldFastMed)}, ${oldFast.filter((s) => Math.abs(s / oldFastMed - 1) <= 0.05).length} of ${oldFast.length} within ± 5 %)` : ''}. Run-to-run spread beyond the pairs: ${fmt(runSpread(fast))} %.
 `;
-  writeFileSync(path.join(root, 'bench/SCORES.md'), md);
+  // The newest run on top; every earlier run (and what was read from it) stays below, as written.
+  const file = path.join(root, 'bench/SCORES.md');
+  const earlier = existsSync(file) ? readFileSync(file, 'utf8').replace(/^# [^\n]*\n/, '') : '';
+  writeFileSync(file, earlier ? `${md}\n---\n\n# Earlier runs (as written then)\n${earlier}` : md);
   console.log(md);
 }
 
