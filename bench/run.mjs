@@ -179,7 +179,8 @@ async function flood(agent, runId, seconds) {
     const ack = FLOOD_OBJECTS
       ? await agent.batch(runId, ++seq, floodObjects(lines), 60_000)
       : await agent.floodBatch(runId, ++seq, lines, 60_000);
-    if (!ack.ok) throw new Error(`batch refused: ${JSON.stringify(ack)}`);
+    // A run that is no longer active acks without storing (stop): the flood would measure nothing.
+    if (!ack.ok || ack.stop) throw new Error(`batch refused or run stopped: ${JSON.stringify(ack)}`);
   }
   return { lines: n, ms: Date.now() - started };
 }
@@ -351,11 +352,17 @@ async function main() {
   await connectAll([ctl]);
 
   // Dryft runs are real runs: created over REST, pushed to the agents by dispatch.
+  /** One new run per agent: waits until each agent got an assignment it did not have before. */
   const startDryftRuns = async (agents) => {
+    // Not "until each has one": for the flood the agents still hold their finished latency runs,
+    // and an agent taken at its old run floods a finished run, whose batches are acked unstored.
+    const before = agents.map((a) => a.assigned.length);
     for (let i = 0; i < agents.length; i++)
       await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
     const end = Date.now() + 10_000;
-    while (agents.some((a) => a.assigned.length === 0) && Date.now() < end) await sleep(20);
+    while (agents.some((a, i) => a.assigned.length <= before[i]) && Date.now() < end) await sleep(20);
+    if (agents.some((a, i) => a.assigned.length <= before[i]))
+      throw new Error('bench: not every agent got a new run within 10 s');
     return agents.map((a) => a.assigned[a.assigned.length - 1].runId);
   };
   const startRelayRuns = async (agents) => agents.map((_a, i) => `relay-run-${i}-${Date.now()}`);
@@ -790,7 +797,19 @@ async function main() {
     ]);
   }
 
-  if (process.env.BENCH_TRACE) traceSummary(apiProcs.map((p) => p.output()).join('\n'));
+  if (process.env.BENCH_TRACE) {
+    const output = apiProcs.map((p) => p.output()).join('\n');
+    traceSummary(output);
+    // BENCH_TRACE_FILE: every DRYFT_TRACE line as the API wrote it, for a closer look at one kind of batch.
+    if (process.env.BENCH_TRACE_FILE)
+      writeFileSync(
+        process.env.BENCH_TRACE_FILE,
+        output
+          .split('\n')
+          .filter((l) => l.includes('DRYFT_TRACE '))
+          .join('\n'),
+      );
+  }
 
   const table = [
     '| measurement | Dryft | bare relay (or bare HTTP) | Dryft / bare | target |',
