@@ -1,5 +1,4 @@
 import * as path from 'node:path';
-import { createConnection } from 'node:net';
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AccessRevokedEvent, LogLine } from '@dryft/libs';
@@ -8,7 +7,7 @@ import { EventBus } from '../../apps/api/src/common/event-bus';
 import { loadConfig } from '../../apps/api/src/config/config';
 import { HttpUser, toyStarter, until } from '../support/agent-helpers';
 import { ROOT, startTestHub, TestHub } from '../support/hub';
-import { available } from '../support/prerequisites';
+import { hasRedis } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
 
 /**
@@ -380,28 +379,8 @@ describe('/live: a session that expires is cut at its expiry', () => {
   });
 });
 
-async function redisReachable(url: string): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const s = createConnection({ host: u.hostname, port: Number(u.port || 6379) });
-    s.once('connect', () => {
-      s.end();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-    setTimeout(() => {
-      s.destroy();
-      resolve(false);
-    }, 1_000).unref();
-  });
-}
-
 const redisUrl = inject('redisUrl');
-const reachable = available(
-  `Redis at ${redisUrl}`,
-  await redisReachable(redisUrl),
-  'set REDIS_URL or start redis-server',
-);
+const reachable = await hasRedis(redisUrl);
 
 describe.skipIf(!reachable)('/live across replicas: a revoke on one replica cuts watchers on another', () => {
   let a: TestHub;

@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
-import { createConnection } from 'node:net';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHub, Hub } from '../../apps/api/src/bootstrap';
@@ -9,7 +8,7 @@ import { RedisRunLines, RemoteRunLines } from '../../apps/api/src/live/remote-ru
 import { HttpUser, RunWatcher, toyStarter, until } from '../support/agent-helpers';
 import { ROOT, startTestHub, TestHub } from '../support/hub';
 import { freePort } from '../support/quickstart';
-import { available } from '../support/prerequisites';
+import { available, hasRedis } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
 
 /**
@@ -17,28 +16,8 @@ import { TestAgent } from '../support/test-agent';
  * other. Two Nest apps on one Postgres and one real Redis; the agent's lines are stored on A.
  */
 
-async function redisReachable(url: string): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const s = createConnection({ host: u.hostname, port: Number(u.port || 6379) });
-    s.once('connect', () => {
-      s.end();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-    setTimeout(() => {
-      s.destroy();
-      resolve(false);
-    }, 1_000).unref();
-  });
-}
-
 const redisUrl = inject('redisUrl');
-const reachable = available(
-  `Redis at ${redisUrl}`,
-  await redisReachable(redisUrl),
-  'set REDIS_URL or start redis-server',
-);
+const reachable = await hasRedis(redisUrl);
 
 /** Replica A (with its own fresh database) and replica B on the same database, both on `env`'s Redis. */
 async function twoReplicas(env: Record<string, string>): Promise<[TestHub, Hub & { baseUrl: string }]> {

@@ -1,8 +1,7 @@
-import { createConnection } from 'node:net';
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
-import { available } from '../support/prerequisites';
+import { hasRedis } from '../support/prerequisites';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunAssign } from '@dryft/libs';
 import {
@@ -19,27 +18,7 @@ import { freePort, ROOT } from '../support/quickstart';
 
 const redisUrl = inject('redisUrl');
 
-async function redisReachable(url: string): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const s = createConnection({ host: u.hostname, port: Number(u.port || 6379) });
-    s.once('connect', () => {
-      s.end();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-    setTimeout(() => {
-      s.destroy();
-      resolve(false);
-    }, 1_000).unref();
-  });
-}
-
-const reachable = available(
-  `Redis at ${redisUrl}`,
-  await redisReachable(redisUrl),
-  'set REDIS_URL or start redis-server',
-);
+const reachable = await hasRedis(redisUrl);
 
 /**
  * Two API processes on one Postgres and one Redis: the agent on replica A, the watcher on replica

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createConnection } from 'node:net';
 
 /**
  * What the fuller tests need beyond Node: Chromium, bubblewrap, Redis, a Python with torch. On a
@@ -30,3 +31,24 @@ export function pythonWithTorch(): string | null {
   }
   return null;
 }
+
+/** Whether something accepts a TCP connection at the Redis URL's host and port within a second. */
+function redisReachable(url: string): Promise<boolean> {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const s = createConnection({ host: u.hostname, port: Number(u.port || 6379) });
+    s.once('connect', () => {
+      s.end();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+    setTimeout(() => {
+      s.destroy();
+      resolve(false);
+    }, 1_000).unref();
+  });
+}
+
+/** Redis for the scale-out tests: reachable, or a loud skip (a failure under CI). */
+export const hasRedis = async (url: string): Promise<boolean> =>
+  available(`Redis at ${url}`, await redisReachable(url), 'set REDIS_URL or start redis-server');
