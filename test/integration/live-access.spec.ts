@@ -1,12 +1,10 @@
-import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AccessRevokedEvent, LogLine } from '@dryft/libs';
-import { createHub, Hub } from '../../apps/api/src/bootstrap';
+import type { Hub } from '../../apps/api/src/bootstrap';
 import { EventBus } from '../../apps/api/src/common/event-bus';
-import { loadConfig } from '../../apps/api/src/config/config';
 import { HttpUser, toyStarter, until } from '../support/agent-helpers';
-import { ROOT, startTestHub, TestHub } from '../support/hub';
+import { startSecondReplica, startTestHub, TestHub } from '../support/hub';
 import { hasRedis } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
 
@@ -389,22 +387,7 @@ describe.skipIf(!reachable)('/live across replicas: a revoke on one replica cuts
   beforeAll(async () => {
     const env = { REDIS_URL: redisUrl, REDIS_STREAM: `cut-${process.pid}-${Date.now()}` };
     a = await startTestHub({ env });
-    const config = loadConfig(
-      {
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'error',
-        DATA_DIR: path.join(ROOT, '.data', 'test', `hub-b-${process.pid}-${Date.now()}`),
-        ...env,
-      },
-      ROOT,
-    );
-    const url = (a.dataSource.options as { url: string }).url;
-    const hub = await createHub(config, { databaseUrl: url, logger: ['error'] });
-    await hub.app.listen(0, '127.0.0.1');
-    b = {
-      ...hub,
-      baseUrl: `http://127.0.0.1:${(hub.app.getHttpServer().address() as { port: number }).port}`,
-    };
+    b = await startSecondReplica(a, env);
   });
   afterAll(async () => {
     await b?.close();

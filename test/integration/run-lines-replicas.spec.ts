@@ -1,12 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import * as path from 'node:path';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createHub, Hub } from '../../apps/api/src/bootstrap';
-import { loadConfig } from '../../apps/api/src/config/config';
+import type { Hub } from '../../apps/api/src/bootstrap';
 import { RedisRunLines, RemoteRunLines } from '../../apps/api/src/live/remote-run-lines';
 import { HttpUser, RunWatcher, toyStarter, until } from '../support/agent-helpers';
-import { ROOT, startTestHub, TestHub } from '../support/hub';
+import { startSecondReplica, startTestHub, TestHub } from '../support/hub';
 import { freePort } from '../support/quickstart';
 import { available, hasRedis } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
@@ -22,22 +20,7 @@ const reachable = await hasRedis(redisUrl);
 /** Replica A (with its own fresh database) and replica B on the same database, both on `env`'s Redis. */
 async function twoReplicas(env: Record<string, string>): Promise<[TestHub, Hub & { baseUrl: string }]> {
   const a = await startTestHub({ env });
-  const config = loadConfig(
-    {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'error',
-      DATA_DIR: path.join(ROOT, '.data', 'test', `hub-b-${process.pid}-${Date.now()}`),
-      ...env,
-    },
-    ROOT,
-  );
-  const url = (a.dataSource.options as { url: string }).url;
-  const hub = await createHub(config, { databaseUrl: url, logger: ['error'] });
-  await hub.app.listen(0, '127.0.0.1');
-  const b = {
-    ...hub,
-    baseUrl: `http://127.0.0.1:${(hub.app.getHttpServer().address() as { port: number }).port}`,
-  };
+  const b = await startSecondReplica(a, env);
   return [a, b];
 }
 

@@ -51,3 +51,23 @@ export async function startTestHub(
     },
   };
 }
+
+/** A second API replica on `first`'s database (and `env`'s Redis): the scale-out tests' replica B. */
+export async function startSecondReplica(
+  first: TestHub,
+  env: Record<string, string>,
+): Promise<Hub & { baseUrl: string }> {
+  const config = loadConfig(
+    {
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'error',
+      DATA_DIR: path.join(ROOT, '.data', 'test', `hub-b-${process.pid}-${Date.now()}`),
+      ...env,
+    },
+    ROOT,
+  );
+  const url = (first.dataSource.options as { url: string }).url;
+  const hub = await createHub(config, { databaseUrl: url, logger: ['error'] });
+  await hub.app.listen(0, '127.0.0.1');
+  return { ...hub, baseUrl: `http://127.0.0.1:${(hub.app.getHttpServer().address() as AddressInfo).port}` };
+}

@@ -118,6 +118,33 @@ describe('RedisRunLines: one channel per run, listened to only while watched', (
     expect(caughtUp).toBe(1);
   });
 
+  it('the last batch of each run dropped while Redis was away is published again when the publisher is back', async () => {
+    const redis = fakeRedis();
+    const a = replica(redis, 'a');
+    const b = replica(redis, 'b');
+    await b.remote.watch('r1');
+    await b.remote.watch('r2');
+    const got: [string, number[]][] = [];
+    b.remote.onLines((runId, lines) => got.push([runId, lines.map((l) => l.seq)]));
+    a.publisher.isReady = false;
+    a.remote.publish('r1', [line(1), line(2)]);
+    a.remote.publish('r1', [line(3)]);
+    a.remote.publish('r2', [line(1)]);
+    expect(got).toEqual([]);
+    a.publisher.isReady = true;
+    a.publisher.fire('ready');
+    await Promise.resolve();
+    // Only the last batch of each run: the subscriber's gap fill reads what came before it.
+    expect(got).toEqual([
+      ['r1', [3]],
+      ['r2', [1]],
+    ]);
+    // Published once: a later reconnect sends nothing again.
+    a.publisher.fire('ready');
+    await Promise.resolve();
+    expect(got).toHaveLength(2);
+  });
+
   it('a subscription slower than the wait lets the replay go on, and asks for a catch-up when it lands', async () => {
     vi.useFakeTimers();
     try {

@@ -77,6 +77,13 @@ export class RedisRunLines extends RemoteRunLines {
   private readonly prefix: string;
   private readonly ownTag: string;
   private publishFailing = false;
+  /**
+   * Per run, the last batch that could not be published while Redis was away. Sent again when the
+   * publisher is back: a replica whose subscriber came back first (and caught up then) would
+   * otherwise wait for the run's next batch to see the lines stored since; this one's gap fill
+   * brings it up to date. One batch per run at most, not a queue.
+   */
+  private readonly dropped = new Map<string, LogLine[]>();
   /** What this replica decoded from other replicas (tests and the bench read these). */
   readonly received = { batches: 0, lines: 0 };
 
@@ -107,6 +114,7 @@ export class RedisRunLines extends RemoteRunLines {
   private bind() {
     if (this.bound) return this.bound;
     this.bound = this.clients();
+    this.bound.publisher.on('ready', () => this.republishDropped());
     this.bound.subscriber.on('ready', () => {
       // node-redis restores the subscriptions before 'ready'; this is called on a reconnect only
       // (the first connect happened before binding).
@@ -129,13 +137,25 @@ export class RedisRunLines extends RemoteRunLines {
     // Not queued while Redis is away (node-redis would keep every batch in memory until it is back):
     // remote watchers fill the gap from the database instead.
     if (!this.publisher.isReady) {
+      this.dropped.set(runId, lines);
       this.publishFailed('Redis is not connected');
       return;
     }
+    this.dropped.delete(runId);
     this.publisher.publish(this.channel(runId), this.ownTag + JSON.stringify(lines)).then(
       () => (this.publishFailing = false),
-      (err: unknown) => this.publishFailed((err as Error).message),
+      (err: unknown) => {
+        if (!this.dropped.has(runId)) this.dropped.set(runId, lines);
+        this.publishFailed((err as Error).message);
+      },
     );
+  }
+
+  /** The publisher is connected again: each run's last unpublished batch goes out now. */
+  private republishDropped(): void {
+    const batches = [...this.dropped];
+    this.dropped.clear();
+    for (const [runId, lines] of batches) this.publish(runId, lines);
   }
 
   watch(runId: string): Promise<void> {
