@@ -1,4 +1,4 @@
-import { RunView } from '../src';
+import { RunView, type LeaderboardEntry } from '../src';
 
 export const RUN_ID = '11111111-1111-4111-8111-111111111111';
 export const TEAM_ID = '33333333-3333-4333-8333-333333333333';
@@ -33,3 +33,35 @@ export const runView = (over: Partial<RunView> = {}): RunView =>
     lastLogSeq: 0,
     ...over,
   });
+
+/**
+ * A leaderboard entry with no interval and no overlaps, for tests of boards and their diffs. Its
+ * keys come in the order the API writes them (diff tests compare the JSON byte for byte).
+ */
+export const leaderboardEntry = (
+  over: Pick<LeaderboardEntry, 'rank' | 'teamSlug' | 'score' | 'runId'> & Partial<LeaderboardEntry>,
+): LeaderboardEntry => {
+  const e = {
+    name: `Team ${over.teamSlug}`,
+    userLogin: null,
+    interval: null,
+    pairs: null,
+    overlapsPrevious: false,
+    overlapsNext: false,
+    achievedAt: '2026-11-30T12:00:00.000Z',
+    ...over,
+  };
+  return {
+    rank: e.rank,
+    name: e.name,
+    teamSlug: e.teamSlug,
+    userLogin: e.userLogin,
+    score: e.score,
+    interval: e.interval,
+    pairs: e.pairs,
+    overlapsPrevious: e.overlapsPrevious,
+    overlapsNext: e.overlapsNext,
+    runId: e.runId,
+    achievedAt: e.achievedAt,
+  };
+};

@@ -6,21 +6,16 @@ import {
   type LeaderboardEntry,
   type LeaderboardView,
 } from '../src/index';
+import { leaderboardEntry } from './fixtures';
 
-const entry = (slug: string, score: number, extra: Partial<LeaderboardEntry> = {}): LeaderboardEntry => ({
-  rank: 0,
-  name: `Team ${slug}`,
-  teamSlug: slug,
-  userLogin: null,
-  score,
-  interval: null,
-  pairs: null,
-  overlapsPrevious: false,
-  overlapsNext: false,
-  runId: `00000000-0000-4000-8000-${String(score * 1000).padStart(12, '0')}`,
-  achievedAt: '2026-11-30T12:00:00.000Z',
-  ...extra,
-});
+const entry = (slug: string, score: number, extra: Partial<LeaderboardEntry> = {}): LeaderboardEntry =>
+  leaderboardEntry({
+    rank: 0,
+    teamSlug: slug,
+    score,
+    runId: `00000000-0000-4000-8000-${String(score * 1000).padStart(12, '0')}`,
+    ...extra,
+  });
 /** A board as the API writes it: ranked by score, ranks 1…n. */
 const board = (entries: LeaderboardEntry[], updatedAt = '2026-11-30T12:00:00.000Z'): LeaderboardView => ({
   benchmarkId: 'toy-decode',

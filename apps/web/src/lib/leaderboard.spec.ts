@@ -3,20 +3,17 @@ import type { LeaderboardEntry, LeaderboardView } from '@dryft/libs';
 import { describe, expect, it } from 'vitest';
 import { formatHalfWidth, formatInterval } from './format';
 import { diffBoards, holderKey, leaderboardDiffStep, movementLabel } from './leaderboard';
+import { leaderboardEntry } from '../../../../libs/test/fixtures';
 
-const entry = (rank: number, slug: string, score: number, runId = `${slug}-${score}`): LeaderboardEntry => ({
-  rank,
-  name: slug.toUpperCase(),
-  teamSlug: slug,
-  userLogin: null,
-  score,
-  interval: null,
-  pairs: null,
-  overlapsPrevious: false,
-  overlapsNext: false,
-  runId,
-  achievedAt: '2026-01-01T00:00:00Z',
-});
+const entry = (rank: number, slug: string, score: number, runId = `${slug}-${score}`): LeaderboardEntry =>
+  leaderboardEntry({
+    rank,
+    teamSlug: slug,
+    score,
+    runId,
+    name: slug.toUpperCase(),
+    achievedAt: '2026-01-01T00:00:00Z',
+  });
 
 describe('diffBoards', () => {
   it('marks nothing on the first load', () => {
