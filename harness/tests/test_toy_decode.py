@@ -4,6 +4,8 @@ import random
 import sys
 import time
 
+import pytest
+
 from conftest import TOY_BASELINE, TOY_FAST, TOY_MODEL, HARNESS, run_harness, toy_spec
 
 sys.path.insert(0, str(HARNESS))
@@ -85,6 +87,14 @@ def test_bad_spec_is_a_harness_error(tmp_path):
     run = run_harness(spec, TOY_FAST, tmp_path)
     assert run.result["failureCode"] == "harness_error"
     assert "limits.sampleSeconds" in run.result["message"] or "limits.sampleSeconds" in run.result.get("detail", "")
+
+
+@pytest.mark.parametrize("value", [-1, "1.25"])
+def test_bad_run_spread_is_a_harness_error_naming_the_field(tmp_path, value):
+    spec = toy_spec("public", runSpreadPct=value)
+    run = run_harness(spec, TOY_FAST, tmp_path)
+    assert run.result["failureCode"] == "harness_error"
+    assert "spec.runSpreadPct" in run.result.get("detail", ""), run.result
 
 
 def test_disallowed_file_type_is_a_rule_violation(tmp_path, make_engine):

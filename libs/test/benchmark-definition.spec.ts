@@ -1,0 +1,28 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BenchmarkDefinition } from '../src/index';
+import { loadBenchmarkDefinitions } from '../src/node';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+describe('benchmark definition: samples.runSpreadPct', () => {
+  const toy = loadBenchmarkDefinitions(path.join(ROOT, 'config/benchmarks')).find(
+    (d) => d.id === 'toy-decode',
+  )!;
+
+  it('is read from the definition, and 0 (none) when left out', () => {
+    expect(toy.kind === 'decode' && toy.samples.runSpreadPct).toBe(1.25);
+    const raw = JSON.parse(JSON.stringify(toy)) as { samples: Record<string, unknown> };
+    delete raw.samples.runSpreadPct;
+    const parsed = BenchmarkDefinition.parse(raw);
+    expect(parsed.kind === 'decode' && parsed.samples.runSpreadPct).toBe(0);
+  });
+
+  it.each([-1, 25, '1.25'])('refuses %j, naming the field', (value) => {
+    const raw = JSON.parse(JSON.stringify(toy)) as { samples: Record<string, unknown> };
+    raw.samples.runSpreadPct = value;
+    const res = BenchmarkDefinition.safeParse(raw);
+    expect(res.success).toBe(false);
+    expect(res.error!.issues.map((i) => i.path.join('.'))).toContain('samples.runSpreadPct');
+  });
+});
