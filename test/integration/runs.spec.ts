@@ -219,6 +219,87 @@ describe('runs, results and leaderboards through the REST API', () => {
     expect(logs.body.items.map((l: { text: string }) => l.text)).toEqual(['once']);
   });
 
+  it('stores the next few lines in one statement; a run row changed behind this process takes the locked path', async () => {
+    const sub = await uploadToy(alice);
+    const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
+    await agent.claim(run.id);
+    const { RunLifecycleService } = await import('../../apps/api/src/runs/run-lifecycle.service');
+    const { RunQueue } = await import('../../apps/api/src/runs/run-queue');
+    const { DataSource } = await import('typeorm');
+    const lifecycle = hub.app.get(RunLifecycleService);
+    const queue = hub.app.get(RunQueue);
+    const db = hub.app.get(DataSource);
+    // What each one-statement store answered: true stored, false the row had moved on.
+    const statements: boolean[] = [];
+    const recordHeadBatch = queue.recordHeadBatch.bind(queue);
+    queue.recordHeadBatch = async (...args) => {
+      const claimed = await recordHeadBatch(...args);
+      statements.push(claimed);
+      return claimed;
+    };
+    const batch = (seq: number, first: number, texts: string[]) =>
+      lifecycle.storeBatch(run.id, agent.id, {
+        runId: run.id,
+        seq,
+        entries: texts.map((text, i) => ({
+          type: 'log' as const,
+          n: first + i,
+          ts: 1,
+          stream: 'out' as const,
+          text,
+        })),
+      });
+    try {
+      // The first batch (assigned → running) takes the locked path; the next ones one statement each.
+      expect(await batch(1, 1, ['one', 'two'])).toEqual({ ok: true, ackedSeq: 1 });
+      expect(await batch(2, 3, ['three', 'four'])).toEqual({ ok: true, ackedSeq: 2 });
+      expect(await batch(3, 5, ['five'])).toEqual({ ok: true, ackedSeq: 3 });
+      expect(statements).toEqual([true, true]);
+      // Another replica stores batch 4 (lines 6 and 7) behind this process's back.
+      await db.query(
+        `INSERT INTO run_logs (run_id, seq, ts, stream, text) VALUES ($1, 6, 1, 'out', 'six'), ($1, 7, 1, 'out', 'seven')`,
+        [run.id],
+      );
+      await db.query(
+        'UPDATE runs SET last_batch_seq = 4, last_log_seq = 7, log_lines = 7, log_bytes = log_bytes + 8 WHERE id = $1',
+        [run.id],
+      );
+      // This process's batch 4 finds the row moved on: a resend, acked and not stored again.
+      expect(await batch(4, 6, ['SIX', 'SEVEN'])).toEqual({ ok: true, ackedSeq: 4 });
+      expect(statements).toEqual([true, true, false]);
+      expect(await batch(5, 8, ['eight'])).toEqual({ ok: true, ackedSeq: 5 });
+      expect(await batch(6, 9, ['nine'])).toEqual({ ok: true, ackedSeq: 6 });
+      expect(statements).toEqual([true, true, false, true]);
+      // Canceled meanwhile: the statement stores nothing and the agent is told to stop.
+      expect((await alice.post(`/api/runs/${run.id}/cancel`, { reason: 'enough' })).body.changed).toBe(true);
+      expect(await batch(7, 10, ['ten'])).toEqual({ ok: true, ackedSeq: 6, stop: true });
+      expect(statements).toEqual([true, true, false, true, false]);
+    } finally {
+      queue.recordHeadBatch = recordHeadBatch;
+    }
+    const logs = await alice.get(`/api/runs/${run.id}/logs`);
+    expect(logs.body.items.map((l: { text: string }) => l.text)).toEqual([
+      'one',
+      'two',
+      'three',
+      'four',
+      'five',
+      'six',
+      'seven',
+      'eight',
+      'nine',
+    ]);
+    const [row] = await db.query(
+      'SELECT last_log_seq, log_lines, log_bytes::int AS bytes FROM runs WHERE id = $1',
+      [run.id],
+    );
+    expect(row).toEqual({
+      last_log_seq: 9,
+      log_lines: 9,
+      bytes: 'onetwothreefourfivesixseveneightnine'.length,
+    });
+  });
+
   describe('Idempotency-Key', () => {
     it('answers a retry with the first response and starts no second run', async () => {
       const sub = await uploadToy(alice);

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LOG_LIMITS } from '@dryft/libs';
-import type { HarnessResultEvent, LogLine, RunFinished } from '@dryft/libs';
+import { DEFAULT_LOG_LIMITS, headLines } from '@dryft/libs';
+import type { HarnessResultEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
 import { Clock } from '../src/common/clock';
 import type { EventBus } from '../src/common/event-bus';
 import type { Config } from '../src/config/config';
 import { RunLifecycleService, verdictOf } from '../src/runs/run-lifecycle.service';
 import type { RunEntity } from '../src/runs/run.entity';
+import type { RunHead } from '../src/runs/run-heads';
 import type { RunQueue, RunVerdict } from '../src/runs/run-queue';
 import type { RunsRepository } from '../src/runs/runs.repository';
 import type { RunsService } from '../src/runs/runs.service';
@@ -40,7 +41,34 @@ function lifecycle(runs: RunEntity[]) {
   };
   const queue = {
     within: () => queue,
+    markRunning: async (id: string, at: Date) => {
+      const r = byId.get(id);
+      if (!r || r.status !== 'assigned') return null;
+      Object.assign(r, { status: 'running', startedAt: at });
+      return r;
+    },
     recordBatch: async (r: RunEntity) => void calls.push(`record ${r.lastBatchSeq} ${r.status}`),
+    // The one-statement store: writes only while the row holds what the caller last stored.
+    recordHeadBatch: async (was: RunHead, now: RunHead, lines: LogLine[]) => {
+      const r = byId.get(was.runId)!;
+      const same =
+        r.agentId === was.agentId &&
+        r.status === 'running' &&
+        !r.logTail &&
+        r.lastBatchSeq === was.lastBatchSeq &&
+        r.lastLogSeq === was.lastLogSeq &&
+        r.logLines === was.logLines &&
+        String(r.logBytes) === was.logBytes;
+      calls.push(`head ${now.lastBatchSeq} ${same ? lines.map((l) => l.seq).join(',') : 'moved on'}`);
+      if (same)
+        Object.assign(r, {
+          lastBatchSeq: now.lastBatchSeq,
+          lastLogSeq: now.lastLogSeq,
+          logLines: now.logLines,
+          logBytes: now.logBytes,
+        });
+      return same;
+    },
     finish: async (id: string, v: RunVerdict) => {
       calls.push(`finish ${v.status}`);
       verdicts.push(v);
@@ -173,6 +201,107 @@ describe('RunLifecycleService: batches are stored exactly once, in order', () =>
       ackedSeq: 1,
     });
     expect(calls).toEqual(['reinstate 1', 'logs 1', 'record 1 running']);
+  });
+});
+
+describe('RunLifecycleService: the next batch of a running run in one statement', () => {
+  const started = async (over: Partial<RunEntity> = {}) => {
+    const run = aRun(over);
+    const l = lifecycle([run]);
+    await l.service.storeBatch(run.id, run.agentId!, logBatch(run.id, 1, 1, 2));
+    l.calls.length = 0;
+    l.emitted.length = 0;
+    return { run, ...l };
+  };
+
+  it('stores the batch after one the locked path stored, counts its lines and sends them', async () => {
+    const { run, service, calls, emitted } = await started();
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 3, 2))).toEqual({
+      ok: true,
+      ackedSeq: 2,
+    });
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 3, 5, 1))).toEqual({
+      ok: true,
+      ackedSeq: 3,
+    });
+    expect(calls).toEqual(['head 2 3,4', 'head 3 5']);
+    expect(emitted).toEqual(['run.logs', 'run.logs']);
+    expect(run).toMatchObject({ lastBatchSeq: 3, lastLogSeq: 5, logLines: 5 });
+    expect(Number(run.logBytes)).toBe(5 * 'line n'.length);
+  });
+
+  it('takes the locked path when the row moved on (canceled meanwhile): the agent is told to stop', async () => {
+    const { run, service, calls, emitted } = await started();
+    run.status = 'canceled';
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 3, 1))).toEqual({
+      ok: true,
+      ackedSeq: 1,
+      stop: true,
+    });
+    expect(calls).toEqual(['head 2 moved on']);
+    expect(emitted).toEqual([]);
+    expect(service.heads.get(run.id)).toBeUndefined();
+  });
+
+  it('takes the locked path when another replica stored the next batches: a resend is acked, not stored', async () => {
+    const { run, service, calls } = await started();
+    Object.assign(run, { lastBatchSeq: 3, lastLogSeq: 6, logLines: 6 });
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 3, 2))).toEqual({
+      ok: true,
+      ackedSeq: 3,
+    });
+    expect(calls).toEqual(['head 2 moved on']);
+  });
+
+  it('leaves harness events, big batches and a batch that fills the head to the locked path', async () => {
+    const { run, service, calls } = await started();
+    const sample = {
+      type: 'sample',
+      workload: 'w',
+      warmup: false,
+      index: 0,
+      ttftMs: 1,
+      tpotMs: 1,
+      tps: 1,
+      totalMs: 1,
+      tokens: 1,
+    };
+    const withEvent = { runId: run.id, seq: 2, entries: [{ type: 'event', ts: 1, event: sample }] };
+    await service.storeBatch(run.id, run.agentId!, withEvent as RunBatch);
+    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 3, 3, 500));
+    expect(calls).toEqual([
+      'sample',
+      'record 2 running',
+      'logs ' + Array.from({ length: 500 }, (_, i) => i + 3).join(','),
+      'record 3 running',
+    ]);
+    calls.length = 0;
+    // 100 lines left in the head (DEFAULT_LOG_LIMITS): 101 open the tail, which the locked path keeps.
+    run.logLines = headLines(DEFAULT_LOG_LIMITS) - 100;
+    service.heads.remember({ ...service.heads.get(run.id)!, logLines: run.logLines });
+    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 4, 503, 101));
+    expect(calls[0]).toMatch(/^logs 503,.*,602$/);
+    expect(run.logTail?.lines).toHaveLength(1);
+    expect(service.heads.get(run.id)).toBeUndefined();
+  });
+
+  it('stores the first batch of a run its agent reported started in one statement', async () => {
+    const run = aRun();
+    const { service, calls, emitted } = lifecycle([run]);
+    await service.markStarted(run.id, run.agentId!);
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 1, 1, 2))).toEqual({
+      ok: true,
+      ackedSeq: 1,
+    });
+    expect(calls).toEqual(['head 1 1,2']);
+    expect(emitted).toEqual(['run.status', 'run.logs']);
+  });
+
+  it('forgets a run at its verdict', async () => {
+    const { run, service } = await started();
+    expect(service.heads.get(run.id)).toMatchObject({ lastBatchSeq: 1, lastLogSeq: 2 });
+    await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 1 }));
+    expect(service.heads.size).toBe(0);
   });
 });
 

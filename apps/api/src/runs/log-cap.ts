@@ -17,7 +17,11 @@ import type { RunEntity } from './run.entity';
  * Live watchers get exactly the lines stored, when they are stored. Mutates the run's accounting;
  * lines not cut are returned as the same objects as `incoming` (the caller's, not to be reused).
  */
-export function capBatch(run: RunEntity, incoming: LogLine[], l: LogLimits): LogLine[] {
+export function capBatch(
+  run: Pick<RunEntity, 'logLines' | 'logBytes' | 'logTail'>,
+  incoming: LogLine[],
+  l: LogLimits,
+): LogLine[] {
   const store: LogLine[] = [];
   let tail: RollingTail<LogLine> | null = null;
   let bytes = Number(run.logBytes);
@@ -78,7 +82,7 @@ export function endOfLog(run: RunEntity, l: LogLimits, now: number): LogLine[] {
 }
 
 /** The tail holds one line more than `tailLines` (an agent's own notice) and 1 KB more bytes. */
-function openTail(run: RunEntity, l: LogLimits): RollingTail<LogLine> {
+function openTail(run: Pick<RunEntity, 'logTail'>, l: LogLimits): RollingTail<LogLine> {
   const tail = new RollingTail<LogLine>(l.tailLines + 1, tailBytes(l) + 1024);
   const prev = run.logTail;
   if (prev) {

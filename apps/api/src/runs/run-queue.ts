@@ -1,9 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { FailureCode, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
+import type { FailureCode, LogLine, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
 import { DataSource, In } from 'typeorm';
+import { preparedQuery } from '../database/prepared-query';
 import { returned } from '../database/returned-rows';
 import { TransactionalRepository } from '../common/transactional-repository';
+import type { RunHead } from './run-heads';
 import { RunEntity } from './run.entity';
+import { logRowArrays, logRowsFrom } from './runs.repository';
 
 export interface ClaimRequest {
   agentId: string;
@@ -223,6 +226,45 @@ export class RunQueue extends TransactionalRepository {
         run.logTail === null ? null : JSON.stringify(run.logTail),
       ],
     );
+  }
+
+  /**
+   * A log-only batch of a running run still within its log head, in one statement (one round trip,
+   * its own transaction): the run row moves from `was` to `now` and the lines are inserted, only if
+   * the row still holds exactly `was` (its agent, running, no pending tail, the same seq and log
+   * counters; the update waits for a concurrent writer and checks its result). False: nothing was
+   * written, the caller takes the locked path.
+   */
+  async recordHeadBatch(was: RunHead, now: RunHead, lines: LogLine[]): Promise<boolean> {
+    const rows = await preparedQuery<{ claimed: number }>(
+      this.dataSource,
+      'dryft_record_head_batch',
+      `WITH claimed AS (
+         UPDATE runs SET last_batch_seq = $7, last_log_seq = $8, log_lines = $9, log_bytes = $10
+         WHERE id = $1 AND agent_id = $6 AND status = 'running' AND log_tail IS NULL
+           AND last_batch_seq = $11 AND last_log_seq = $12 AND log_lines = $13 AND log_bytes = $14
+         RETURNING id
+       ), stored AS (
+         INSERT INTO run_logs (run_id, seq, ts, stream, text)
+         ${logRowsFrom(2)} WHERE EXISTS (SELECT 1 FROM claimed)
+         ON CONFLICT DO NOTHING
+       )
+       SELECT count(*)::int AS claimed FROM claimed`,
+      [
+        was.runId,
+        ...logRowArrays(lines), // $2-$5
+        was.agentId,
+        now.lastBatchSeq,
+        now.lastLogSeq,
+        now.logLines,
+        now.logBytes,
+        was.lastBatchSeq,
+        was.lastLogSeq,
+        was.logLines,
+        was.logBytes,
+      ],
+    );
+    return rows[0]?.claimed === 1;
   }
 
   /** The capped log's end was stored: its pending tail is cleared and the counters advance. */

@@ -26,6 +26,21 @@ const COPY_LOGS = 'COPY run_logs (run_id, seq, ts, stream, text) FROM STDIN (FOR
  */
 export const COPY_MIN_LINES = 500;
 
+/**
+ * The rows of a multi-row log insert, `SELECT $1, …` over four arrays bound from parameter `$first`
+ * on ({@link logRowArrays}); `$1` is the run id.
+ */
+export const logRowsFrom = (first: number): string =>
+  `SELECT $1, * FROM unnest($${first}::int[], $${first + 1}::bigint[], $${first + 2}::text[], $${first + 3}::text[])`;
+
+/** The four arrays {@link logRowsFrom} reads: seq, ts, stream and text (NUL stripped), one entry per line. */
+export const logRowArrays = (lines: LogLine[]): unknown[] => [
+  lines.map((l) => l.seq),
+  lines.map((l) => Math.round(l.ts)),
+  lines.map((l) => l.stream),
+  lines.map((l) => stripNul(l.text)),
+];
+
 export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
 
 /** An agent as the waiting estimate sees it. */
@@ -219,16 +234,8 @@ export class RunsRepository extends TransactionalRepository {
       return;
     }
     await this.manager.query(
-      `INSERT INTO run_logs (run_id, seq, ts, stream, text)
-       SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[])
-       ON CONFLICT DO NOTHING`,
-      [
-        runId,
-        lines.map((l) => l.seq),
-        lines.map((l) => Math.round(l.ts)),
-        lines.map((l) => l.stream),
-        lines.map((l) => stripNul(l.text)),
-      ],
+      `INSERT INTO run_logs (run_id, seq, ts, stream, text) ${logRowsFrom(2)} ON CONFLICT DO NOTHING`,
+      [runId, ...logRowArrays(lines)],
     );
   }
 
