@@ -4,8 +4,10 @@
 // torch. Ctrl-C stops both.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
+const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const port = process.env.PORT ?? '3000';
 const dataDir = path.resolve(root, process.env.DATA_DIR ?? '.data');
@@ -67,7 +69,7 @@ async function waitForHealth(deadlineMs) {
 
 start(
   'api',
-  [path.join(root, 'apps/api/dist/main.js')],
+  [...require('../apps/api/node-flags.cjs'), path.join(root, 'apps/api/dist/main.js')],
   withAgent ? { LOCAL_AGENT_TOKEN_FILE: tokenFile } : {},
 );
 if (!(await waitForHealth(Date.now() + 120_000))) {
