@@ -2,7 +2,7 @@
 // `npm run bench`: Dryft's sockets under load on loopback, each figure beside the same measurement
 // through a bare socket.io relay (bench/relay.mjs) in the same run. Not a test: it prints a table and
 // writes it to .data/bench-RESULTS.latest.md (bench/RESULTS.md keeps the runs worth keeping). Bounded to a few minutes. Settings (env): BENCH_AGENTS (5), BENCH_WATCHERS
-// (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_SPECTATORS (10000), BENCH_FANOUT_PAIRS (4, or
+// (100), BENCH_RATE lines/s (5000), BENCH_SECONDS (10), BENCH_LINE_PAIRS (3 Dryft/relay latency pairs), BENCH_LINE_WARMUP_MS (1000: lines of a stream's first second reported apart), BENCH_SPECTATORS (10000), BENCH_FANOUT_PAIRS (4, or
 // BENCH_PAIRS where set), BENCH_FANOUT_WARMUP (1 uncounted change before the 3 measured), BENCH_TRACE (1: the API's per-stage latency marks, summed up at the end), BENCH_DISPATCHES (40),
 // BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20, on the board for reads and
 // fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
@@ -38,6 +38,8 @@ const AGENTS = Number(process.env.BENCH_AGENTS ?? 5);
 const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 100);
 const RATE = Number(process.env.BENCH_RATE ?? 5000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+// Lines created in a stream's first WARM_MS are reported apart (watchers()).
+const WARM_MS = Number(process.env.BENCH_LINE_WARMUP_MS ?? 1000);
 const SPECTATORS = Number(process.env.BENCH_SPECTATORS ?? 10000);
 const DISPATCHES = Number(process.env.BENCH_DISPATCHES ?? 40);
 const READ_CLIENTS = Number(process.env.BENCH_READ_CLIENTS ?? 200);
@@ -49,6 +51,12 @@ const want = (part) => !ONLY || ONLY.includes(part);
 const replicasAt = process.argv.indexOf('--replicas');
 const REPLICAS = replicasAt > 0 ? Number(process.argv[replicasAt + 1]) : 1;
 const TICK_MS = 50;
+/**
+ * Epoch milliseconds with a fraction: a line's `ts` (passed through by both servers) and its arrival
+ * are read from this one process's clock, so latencies of 4-8 ms are not rounded to whole ms.
+ */
+const preciseNow = () => performance.timeOrigin + performance.now();
+const ALIGNED = process.env.BENCH_LINE_PHASE === 'aligned';
 // BENCH_FLOOD=objects: the flood's batches as 5,000 objects through socket.io's JSON (the generator
 // before FakeAgent.floodBatch), to see what the template saves the load generator.
 const FLOOD_OBJECTS = process.env.BENCH_FLOOD === 'objects';
@@ -125,7 +133,10 @@ const BENCH_CAPS = { capabilities: { harnessVersion: 'bench', agentVersion: 'ben
  * Streams `linesPerSecond` for `seconds` on one run, batched every 50 ms with one batch in flight,
  * like the real agent; returns the count sent and acked.
  */
-async function stream(agent, runId, linesPerSecond, seconds, text = 'x'.repeat(60)) {
+async function stream(agent, runId, linesPerSecond, seconds, phaseMs = 0, text = 'x'.repeat(60)) {
+  // Agents on separate machines tick on their own clocks: agent i starts `phaseMs` into the tick
+  // (BENCH_LINE_PHASE=aligned: every agent at once, the bench's own artefact, as before).
+  await sleep(phaseMs);
   let n = 0;
   let seq = 0;
   let acked = 0;
@@ -147,7 +158,8 @@ async function stream(agent, runId, linesPerSecond, seconds, text = 'x'.repeat(6
   };
   while (Date.now() < end) {
     const now = Date.now();
-    for (let i = 0; i < perTick; i++) pending.push({ type: 'log', n: ++n, ts: now, stream: 'out', text });
+    const ts = preciseNow();
+    for (let i = 0; i < perTick; i++) pending.push({ type: 'log', n: ++n, ts, stream: 'out', text });
     send();
     await sleep(TICK_MS - ((Date.now() - now) % TICK_MS));
   }
@@ -185,7 +197,12 @@ async function flood(agent, runId, seconds) {
   return { lines: n, ms: Date.now() - started };
 }
 
-function watchers(bases, count, auth, runIds) {
+/**
+ * Watchers of the runs, split across `bases`. A line created before `warm.until` counts apart
+ * (`warmLatencies`): the first second of a stream pays for JIT, new database connections and
+ * prepared statements on one side and far less on the other, and a hub at work is warm.
+ */
+function watchers(bases, count, auth, runIds, warm = { until: 0 }) {
   const out = [];
   for (let i = 0; i < count; i++) {
     const socket = io(`${bases[i % bases.length]}/live`, {
@@ -201,14 +218,15 @@ function watchers(bases, count, auth, runIds) {
       lastSeq: 0,
       disorder: 0,
       latencies: [],
+      warmLatencies: [],
     };
     socket.on('run.log', (e) => {
-      const now = Date.now();
+      const now = preciseNow();
       for (const l of e.lines) {
         if (l.seq !== w.lastSeq + 1) w.disorder++;
         w.lastSeq = l.seq;
         w.received++;
-        w.latencies.push(now - l.ts);
+        (l.ts < warm.until ? w.warmLatencies : w.latencies).push(now - l.ts);
       }
     });
     out.push(w);
@@ -237,14 +255,23 @@ async function cpuNow(pgc, procs) {
   };
 }
 
-async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [base]) {
+/** A process's peak resident memory in bytes (Linux VmHWM). */
+const peakRss = (child) =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
+
+/** Agents on `base`, connected and ready. */
+async function readyAgents(base, tokens) {
   const agents = tokens.map((t) => new FakeAgent(base, t));
   await connectAll(agents.map((a) => a.socket));
   for (const a of agents) await a.ready(BENCH_CAPS);
-  if (process.env.BENCH_DEBUG) log(`${kind}: agents ready`);
+  return agents;
+}
+
+async function lineLatency(kind, agents, startRuns, owner, watchBases) {
   const runIds = await startRuns(agents);
   if (process.env.BENCH_DEBUG) log(`${kind}: runs ${runIds.join(',')}`);
-  const ws = watchers(watchBases, WATCHERS, { cookie: owner?.cookie }, runIds);
+  const warm = { until: Infinity };
+  const ws = watchers(watchBases, WATCHERS, { cookie: owner?.cookie }, runIds, warm);
   await connectAll(ws.map((w) => w.socket));
   const joinAcks = await Promise.all(
     ws.map((w) => w.socket.timeout(10_000).emitWithAck('run.join', { runId: w.runId, afterSeq: 0 })),
@@ -254,8 +281,11 @@ async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [b
   if (process.env.BENCH_DEBUG) log(`${kind}: watchers joined`);
   for (let i = 0; i < agents.length; i++) await agents[i].started(runIds[i], 2_000).catch(() => null);
   const t0 = Date.now();
+  warm.until = t0 + WARM_MS;
   const results = await Promise.all(
-    agents.map((a, i) => stream(a, runIds[i], RATE / agents.length, SECONDS)),
+    agents.map((a, i) =>
+      stream(a, runIds[i], RATE / agents.length, SECONDS, ALIGNED ? 0 : (i * TICK_MS) / agents.length),
+    ),
   );
   const sendMs = Date.now() - t0;
   await sleep(1500);
@@ -264,6 +294,7 @@ async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [b
   const expected = ws.reduce((s, w) => s + perRun.get(w.runId), 0);
   const received = ws.reduce((s, w) => s + w.received, 0);
   const lat = ws.flatMap((w) => w.latencies);
+  const all = [...lat, ...ws.flatMap((w) => w.warmLatencies)];
   if (process.env.BENCH_DEBUG) {
     const short = ws.filter((w) => w.received < perRun.get(w.runId));
     log(
@@ -278,6 +309,8 @@ async function lineLatency(kind, base, tokens, startRuns, owner, watchBases = [b
     runIds,
     p50: pct(lat, 50),
     p99: pct(lat, 99),
+    p99All: pct(all, 99),
+    maxAll: all.reduce((m, x) => Math.max(m, x), 0),
     linesPerSec: (sent / sendMs) * 1000,
     lost: expected - received,
     disorder: ws.reduce((s, w) => s + w.disorder, 0),
@@ -295,7 +328,11 @@ async function main() {
   const startApi = async (name) => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const nodeArgs = process.env.BENCH_API_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    // The product's own flags first (apps/api/node-flags.cjs); BENCH_API_NODE_ARGS after them wins.
+    const nodeArgs = [
+      ...require('../apps/api/node-flags.cjs'),
+      ...(process.env.BENCH_API_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ];
     // BENCH_API_MAIN: another build of the API (an earlier commit's, say) to measure beside this one.
     const main = process.env.BENCH_API_MAIN ?? path.join(root, 'apps/api/dist/main.js');
     const proc = startProcess(name, [...nodeArgs, main], {
@@ -382,36 +419,97 @@ async function main() {
     );
 
   const rows = [];
+  const load1 = () => os.loadavg()[0].toFixed(2);
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  };
+  /** Pairs of (Dryft, bare) measurements, the order alternating (D B, B D, …) so drift cancels. */
+  const pairs = async (n, dryft, bare) => {
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const load = load1();
+      if (i % 2 === 0) {
+        const d = await dryft(i);
+        out.push({ d, b: await bare(i), load: `${load}–${load1()}` });
+      } else {
+        const b = await bare(i);
+        out.push({ d: await dryft(i), b, load: `${load}–${load1()}` });
+      }
+    }
+    return out;
+  };
+  /** One row per pair, then the median of the per-pair ratios. */
+  const pairRows = (name, ps, key, target = '') => {
+    ps.forEach((p, i) => rows.push([`${name}, pair ${i + 1} (load ${p.load})`, p.d[key], p.b[key], target]));
+    const ratios = ps.map((p) => p.d[key] / p.b[key]);
+    rows.push([`${name}: median of the pairs' ratios`, '', '', `${median(ratios).toFixed(2)}× ${target}`]);
+  };
+  const LINE_PAIRS = Number(process.env.BENCH_LINE_PAIRS ?? 3);
   const pgc = new pg.Client({ connectionString: db.url });
   pgc.on('error', () => {});
   await pgc.connect();
   pgClient = pgc;
   if (want('lines')) {
-    // 1. Agent -> watcher line latency at RATE lines/s with WATCHERS watchers.
-    log(`line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s`);
-    const d1 = await lineLatency('dryft', api, tokens, startDryftRuns, owner, apis);
-    const stored = Number(
-      (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d1.runIds])).rows[0]
-        .n,
+    // 1. Agent -> watcher line latency at RATE lines/s with WATCHERS watchers, in pairs (Dryft, the
+    // relay) whose order alternates: one run's p99 swings by 2× on these shared cores, both sides alike.
+    log(
+      `line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${LINE_PAIRS} pairs`,
     );
-    const r1 = await lineLatency('relay', relay, tokens, startRelayRuns, null);
-    for (const a of r1.agents) a.close();
-    rows.push(['line latency p50 (ms)', d1.p50, r1.p50, '']);
-    rows.push(['line latency p99 (ms)', d1.p99, r1.p99, '≤ 100']);
-    rows.push(['lines/s sustained (sent by agents)', d1.linesPerSec, r1.linesPerSec, `${RATE}`]);
-    rows.push(['lines persisted (of sent)', `${stored} / ${d1.sent}`, 'n/a', 'all']);
-    rows.push(['lines lost (all watchers)', d1.lost, r1.lost, '0']);
-    rows.push(['lines out of order (all watchers)', d1.disorder, r1.disorder, '0']);
+    const d1 = { agents: await readyAgents(api, tokens) };
+    const relayLineAgents = await readyAgents(relay, tokens);
+    let stored = 0;
+    let sent = 0;
+    const lp = await pairs(
+      LINE_PAIRS,
+      async () => {
+        const d = await lineLatency('dryft', d1.agents, startDryftRuns, owner, apis);
+        stored += Number(
+          (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d.runIds]))
+            .rows[0].n,
+        );
+        sent += d.sent;
+        // Finished properly (lastSeq = what each agent sent), so the agents are idle again.
+        for (let i = 0; i < d.agents.length; i++) {
+          const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [d.runIds[i]]);
+          await finish(d.agents[i], d.runIds[i], r.rows[0].last_batch_seq);
+        }
+        return d;
+      },
+      () => lineLatency('relay', relayLineAgents, startRelayRuns, null, [relay]),
+    );
+    for (const a of relayLineAgents) a.close();
+    pairRows(`line latency p50 (ms, after the first ${WARM_MS} ms)`, lp, 'p50');
+    pairRows(`line latency p99 (ms, after the first ${WARM_MS} ms)`, lp, 'p99', '≤ 1.5×');
+    pairRows('line latency p99 (ms, every line, the first second too)', lp, 'p99All');
+    pairRows('line latency max (ms, every line)', lp, 'maxAll');
+    rows.push([
+      'lines/s sustained (sent by agents, lowest pair)',
+      Math.min(...lp.map((p) => p.d.linesPerSec)),
+      Math.min(...lp.map((p) => p.b.linesPerSec)),
+      `${RATE}`,
+    ]);
+    rows.push(['lines persisted (of sent, all pairs)', `${stored} / ${sent}`, 'n/a', 'all']);
+    const sum = (side, key) => lp.reduce((n, p) => n + p[side][key], 0);
+    rows.push(['lines lost (all watchers, all pairs)', sum('d', 'lost'), sum('b', 'lost'), '0']);
+    rows.push([
+      'lines out of order (all watchers, all pairs)',
+      sum('d', 'disorder'),
+      sum('b', 'disorder'),
+      '0',
+    ]);
+    rows.push([
+      'peak resident memory after the latency pairs (MiB, VmHWM; API processes summed)',
+      apiProcs.reduce((n, p) => n + peakRss(p), 0) / 2 ** 20,
+      peakRss(relayProc) / 2 ** 20,
+      '',
+    ]);
 
     // 2. Persisted lines/s on one API process: every agent floods its own run with 5,000-line batches.
     log(
       `persist throughput: agents flood 5,000-line batches for 5 s (${FLOOD_OBJECTS ? 'objects through JSON.stringify' : 'JSON by template: FakeAgent.floodBatch'})`,
     );
-    // Finish the latency runs properly (lastSeq = what each agent sent) so the agents are idle again.
-    for (let i = 0; i < d1.agents.length; i++) {
-      const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [d1.runIds[i]]);
-      await finish(d1.agents[i], d1.runIds[i], r.rows[0].last_batch_seq);
-    }
     const floodRuns = await startDryftRuns(d1.agents);
     for (let i = 0; i < d1.agents.length; i++) await d1.agents[i].started(floodRuns[i]);
     const cpuBefore = await cpuNow(pgc, apiProcs);
@@ -547,33 +645,6 @@ async function main() {
     }
     agent.close();
     return readerSlugs;
-  };
-  const load1 = () => os.loadavg()[0].toFixed(2);
-  const median = (xs) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const m = s.length >> 1;
-    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-  };
-  /** Pairs of (Dryft, bare) measurements, the order alternating (D B, B D, …) so drift cancels. */
-  const pairs = async (n, dryft, bare) => {
-    const out = [];
-    for (let i = 0; i < n; i++) {
-      const load = load1();
-      if (i % 2 === 0) {
-        const d = await dryft(i);
-        out.push({ d, b: await bare(i), load: `${load}–${load1()}` });
-      } else {
-        const b = await bare(i);
-        out.push({ d: await dryft(i), b, load: `${load}–${load1()}` });
-      }
-    }
-    return out;
-  };
-  /** One row per pair, then the median of the per-pair ratios. */
-  const pairRows = (name, ps, key, target = '') => {
-    ps.forEach((p, i) => rows.push([`${name}, pair ${i + 1} (load ${p.load})`, p.d[key], p.b[key], target]));
-    const ratios = ps.map((p) => p.d[key] / p.b[key]);
-    rows.push([`${name}: median of the pairs' ratios`, '', '', `${median(ratios).toFixed(2)}× ${target}`]);
   };
   const PAIRS = Number(process.env.BENCH_PAIRS ?? 2);
   // Fan-out's worst-of-3 rounds swing by a third from pair to pair on a shared box: more pairs,
