@@ -1,4 +1,4 @@
-import { RunView, type LeaderboardEntry } from '../src';
+import { RunView, type HarnessSampleEvent, type LeaderboardEntry } from '../src';
 
 export const RUN_ID = '11111111-1111-4111-8111-111111111111';
 export const TEAM_ID = '33333333-3333-4333-8333-333333333333';
@@ -65,3 +65,17 @@ export const leaderboardEntry = (
     achievedAt: e.achievedAt,
   };
 };
+
+/** A harness `sample` event of one measured (not warm-up) sample, for batch tests. */
+export const sampleEvent = (over: Partial<HarnessSampleEvent> = {}): HarnessSampleEvent => ({
+  type: 'sample',
+  workload: 'w',
+  warmup: false,
+  index: 0,
+  ttftMs: 1,
+  tpotMs: 1,
+  tps: 1,
+  totalMs: 1,
+  tokens: 1,
+  ...over,
+});

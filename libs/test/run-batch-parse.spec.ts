@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRunBatch, RunBatch, runBatchFastPath } from '../src';
+import { sampleEvent } from './fixtures';
 
 const RUN = '0b7c1d3e-1111-4222-8333-444455556666';
 const line = (n: number, extra: Record<string, unknown> = {}) => ({
@@ -11,17 +12,7 @@ const line = (n: number, extra: Record<string, unknown> = {}) => ({
   text: `line ${n}`,
   ...extra,
 });
-const sample = {
-  type: 'sample',
-  workload: 'w',
-  warmup: false,
-  index: 0,
-  ttftMs: 1,
-  tpotMs: 1,
-  tps: 1,
-  totalMs: 1,
-  tokens: 1,
-};
+const sample = sampleEvent();
 
 /** Both paths decide alike: the same success, the same output, the same issues (hence messages). */
 function same(raw: unknown) {

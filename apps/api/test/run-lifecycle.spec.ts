@@ -11,6 +11,7 @@ import type { RunHead } from '../src/runs/run-heads';
 import type { RunQueue, RunVerdict } from '../src/runs/run-queue';
 import type { RunsRepository } from '../src/runs/runs.repository';
 import type { RunsService } from '../src/runs/runs.service';
+import { sampleEvent } from '../../../libs/test/fixtures';
 import { aResult, aRun } from './builders';
 
 /** The lifecycle over recording stand-ins for its repositories (the rules only, no database). */
@@ -255,17 +256,7 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
 
   it('leaves harness events, big batches and a batch that fills the head to the locked path', async () => {
     const { run, service, calls } = await started();
-    const sample = {
-      type: 'sample',
-      workload: 'w',
-      warmup: false,
-      index: 0,
-      ttftMs: 1,
-      tpotMs: 1,
-      tps: 1,
-      totalMs: 1,
-      tokens: 1,
-    };
+    const sample = sampleEvent();
     const withEvent = { runId: run.id, seq: 2, entries: [{ type: 'event', ts: 1, event: sample }] };
     await service.storeBatch(run.id, run.agentId!, withEvent as RunBatch);
     await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 3, 3, 500));
