@@ -255,9 +255,9 @@ async function cpuNow(pgc, procs) {
   };
 }
 
-/** A process's peak resident memory in bytes (Linux VmHWM). */
-const peakRss = (child) =>
-  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
+/** A memory figure of a process from /proc (Linux), in bytes: VmRSS (resident now) or VmHWM (its peak). */
+const memoryOf = (child, field) =>
+  Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
 
 /** Agents on `base`, connected and ready. */
 async function readyAgents(base, tokens) {
@@ -457,14 +457,14 @@ async function main() {
     log(
       `line latency: ${AGENTS} agents, ${WATCHERS} watchers, ${RATE} lines/s for ${SECONDS} s, ${LINE_PAIRS} pairs`,
     );
-    const d1 = { agents: await readyAgents(api, tokens) };
+    const dryftAgents = await readyAgents(api, tokens);
     const relayLineAgents = await readyAgents(relay, tokens);
     let stored = 0;
     let sent = 0;
     const lp = await pairs(
       LINE_PAIRS,
       async () => {
-        const d = await lineLatency('dryft', d1.agents, startDryftRuns, owner, apis);
+        const d = await lineLatency('dryft', dryftAgents, startDryftRuns, owner, apis);
         stored += Number(
           (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d.runIds]))
             .rows[0].n,
@@ -482,7 +482,7 @@ async function main() {
     for (const a of relayLineAgents) a.close();
     pairRows(`line latency p50 (ms, after the first ${WARM_MS} ms)`, lp, 'p50');
     pairRows(`line latency p99 (ms, after the first ${WARM_MS} ms)`, lp, 'p99', '≤ 1.5×');
-    pairRows('line latency p99 (ms, every line, the first second too)', lp, 'p99All');
+    pairRows(`line latency p99 (ms, every line, the first ${WARM_MS} ms too)`, lp, 'p99All');
     pairRows('line latency max (ms, every line)', lp, 'maxAll');
     rows.push([
       'lines/s sustained (sent by agents, lowest pair)',
@@ -501,8 +501,8 @@ async function main() {
     ]);
     rows.push([
       'peak resident memory after the latency pairs (MiB, VmHWM; API processes summed)',
-      apiProcs.reduce((n, p) => n + peakRss(p), 0) / 2 ** 20,
-      peakRss(relayProc) / 2 ** 20,
+      apiProcs.reduce((n, p) => n + memoryOf(p, 'VmHWM'), 0) / 2 ** 20,
+      memoryOf(relayProc, 'VmHWM') / 2 ** 20,
       '',
     ]);
 
@@ -510,10 +510,10 @@ async function main() {
     log(
       `persist throughput: agents flood 5,000-line batches for 5 s (${FLOOD_OBJECTS ? 'objects through JSON.stringify' : 'JSON by template: FakeAgent.floodBatch'})`,
     );
-    const floodRuns = await startDryftRuns(d1.agents);
-    for (let i = 0; i < d1.agents.length; i++) await d1.agents[i].started(floodRuns[i]);
+    const floodRuns = await startDryftRuns(dryftAgents);
+    for (let i = 0; i < dryftAgents.length; i++) await dryftAgents[i].started(floodRuns[i]);
     const cpuBefore = await cpuNow(pgc, apiProcs);
-    const f = await Promise.all(d1.agents.map((a, i) => flood(a, floodRuns[i], 5)));
+    const f = await Promise.all(dryftAgents.map((a, i) => flood(a, floodRuns[i], 5)));
     const cpuAfter = await cpuNow(pgc, apiProcs);
     const fMs = Math.max(...f.map((x) => x.ms));
     const fStored = Number(
@@ -545,9 +545,9 @@ async function main() {
       '',
       '',
     ]);
-    for (let i = 0; i < d1.agents.length; i++) {
+    for (let i = 0; i < dryftAgents.length; i++) {
       const r = await pgc.query('SELECT last_batch_seq FROM runs WHERE id = $1', [floodRuns[i]]);
-      await finish(d1.agents[i], floodRuns[i], r.rows[0].last_batch_seq);
+      await finish(dryftAgents[i], floodRuns[i], r.rows[0].last_batch_seq);
     }
 
     // 3. Dispatch latency: POST a run -> run.assign on an idle agent.
@@ -555,7 +555,7 @@ async function main() {
     const dLat = [];
     for (let i = 0; i < DISPATCHES; i++) {
       const got = new Promise((resolve) =>
-        d1.agents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
+        dryftAgents.forEach((a) => (a.onAssign = (x, at) => resolve({ x, at, a }))),
       );
       const t0 = Date.now();
       await ownerB.req('POST', `/api/submissions/${submissionId}/runs`, { mode: 'public' });
@@ -563,9 +563,9 @@ async function main() {
       dLat.push(at - t0);
       await finish(a, x.runId, 0);
     }
-    for (const a of d1.agents) a.onAssign = null;
+    for (const a of dryftAgents) a.onAssign = null;
     // The relay assigns what the hub assigned (another run id): the same shape reaches the same agent.
-    await ctl.emitWithAck('assign.template', d1.agents[0].assigned[0]);
+    await ctl.emitWithAck('assign.template', dryftAgents[0].assigned[0]);
     for (const a of relayAgents) await a.ready(BENCH_CAPS);
     const rdLat = [];
     for (let i = 0; i < DISPATCHES; i++) {
@@ -580,7 +580,7 @@ async function main() {
     }
     rows.push(['dispatch p50 (ms): queued -> run.assign', pct(dLat, 50), pct(rdLat, 50), '']);
     rows.push(['dispatch p99 (ms)', pct(dLat, 99), pct(rdLat, 99), '≤ 100']);
-    for (const a of [...d1.agents, ...relayAgents]) a.close();
+    for (const a of [...dryftAgents, ...relayAgents]) a.close();
   }
 
   /**
@@ -662,11 +662,8 @@ async function main() {
         .map((x) => x.toFixed(2))
         .join(' ')}`,
     );
-    /** A process's resident memory in bytes (Linux), to tell what each spectator socket costs. */
-    const rss = (child) =>
-      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) * 1024;
     const fanout = async (bases, procs, trigger) => {
-      const memOf = () => procs.reduce((sum, p) => sum + rss(p), 0);
+      const memOf = () => procs.reduce((sum, p) => sum + memoryOf(p, 'VmRSS'), 0);
       const memBefore = memOf();
       const socks = [];
       // Arrival times; the trigger says when the change was made (an update may arrive before the

@@ -48,7 +48,7 @@ export class RunLifecycleService {
     const run = await this.queue.markRunning(runId, this.clock.now());
     if (run && run.agentId === agentId) {
       // Its first batch can take the one-statement path too.
-      this.rememberHead(run);
+      this.rememberHead(runId, run);
       this.bus.emit('run.status', { run: await this.runsService.view(run) });
     }
   }
@@ -175,8 +175,7 @@ export class RunLifecycleService {
       return { ok: true, ackedSeq: run.lastBatchSeq };
     });
     if (trace) traceMark(trace, 'committed');
-    this.rememberHead(storedRun);
-    if (!storedRun) this.heads.forget(runId);
+    this.rememberHead(runId, storedRun);
     if (reinstated) await this.announceStatus(runId);
     for (const emit of after) emit();
     if (trace) traceMark(trace, 'emitted');
@@ -222,11 +221,13 @@ export class RunLifecycleService {
     return { ok: true, ackedSeq: now.lastBatchSeq };
   }
 
-  /** After the run started or the locked path stored a batch: the next batch may take {@link storeInHead} while the run runs within its log head. */
-  private rememberHead(run: RunEntity | undefined): void {
-    if (!run) return;
-    if (run.status !== 'running' || run.logTail || !run.agentId) {
-      this.heads.forget(run.id);
+  /**
+   * After the run started or the locked path answered a batch (`run`: what it stored, if it stored):
+   * the next batch may take {@link storeInHead} while the run runs within its log head.
+   */
+  private rememberHead(runId: string, run: RunEntity | undefined): void {
+    if (!run || run.status !== 'running' || run.logTail || !run.agentId) {
+      this.heads.forget(runId);
       return;
     }
     this.heads.remember({
