@@ -12,10 +12,12 @@
 //   group            group commit: the batches waiting when a commit ends go into the next one
 //                    transaction (one unnest insert over all their runs); each writer's ack still
 //                    waits for the commit holding its batch
+//   chunk            the batch as one row of run_log_chunks, its lines one JSON text (what the
+//                    API stores since 2026-11-30: apps/api/src/runs/log-chunk.ts)
 //
 // Beside lines/s it prints the CPU each method costs per 1,000 lines in this process (what the API
 // would spend) and in the database's backends. Not part of `npm run bench`. Needs DATABASE_URL (a
-// server; it creates and drops its own database) and pg-copy-streams (a dependency of the API).
+// server; it creates and drops its own database) and pg-copy-streams (a dev dependency).
 // ORDER=copy-binary,unnest,… picks and orders the methods (the table grows as the run goes on: run
 // twice in opposite orders to check fairness).
 import { randomUUID } from 'node:crypto';
@@ -27,11 +29,10 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const require = createRequire(path.join(root, 'apps/api/package.json'));
 const pg = require('pg');
 const copyFrom = require('pg-copy-streams').from;
-const { binaryLogCopy } = require(path.join(root, 'apps/api/dist/runs/log-copy.js'));
 const WRITERS = Number(process.env.WRITERS ?? 5);
 const SECONDS = Number(process.env.SECONDS ?? 5);
 const BATCH = Number(process.env.BATCH ?? 5000);
-const ORDER = (process.env.ORDER ?? 'unnest,unnest-prepared,copy-binary,copy-temp,group').split(',');
+const ORDER = (process.env.ORDER ?? 'unnest,unnest-prepared,copy-binary,copy-temp,group,chunk').split(',');
 const server = process.env.DATABASE_URL;
 if (!server) throw new Error('set DATABASE_URL');
 
@@ -45,6 +46,9 @@ const pool = new pg.Pool({ connectionString: url.toString(), max: WRITERS + 2 })
 pool.on('error', () => {}); // the DROP … WITH (FORCE) at the end ends idle connections
 await pool.query(
   'CREATE TABLE run_logs (run_id uuid NOT NULL, seq integer NOT NULL, ts bigint NOT NULL, stream text NOT NULL, text text NOT NULL, PRIMARY KEY (run_id, seq))',
+);
+await pool.query(
+  'CREATE TABLE run_log_chunks (run_id uuid NOT NULL, first_seq integer NOT NULL, last_seq integer NOT NULL, line_count integer NOT NULL, lines text NOT NULL, PRIMARY KEY (run_id, first_seq))',
 );
 await pool.query(
   'CREATE TABLE runs (id uuid PRIMARY KEY, last_batch_seq integer NOT NULL DEFAULT 0, last_log_seq integer NOT NULL DEFAULT 0, log_lines integer NOT NULL DEFAULT 0)',
@@ -62,6 +66,32 @@ const copyInto = (client, sql, body) =>
     stream.on('error', reject);
     stream.end(body);
   });
+
+/** The body of a binary COPY into run_logs: per tuple the field count, then each field's length and bytes. */
+function binaryLogCopy(runId, lines) {
+  const id = Buffer.from(runId.replace(/-/g, ''), 'hex');
+  const parts = [Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)];
+  for (const l of lines) {
+    const stream = Buffer.from(l.stream);
+    const text = Buffer.from(l.text);
+    const fixed = Buffer.alloc(2 + 20 + 8 + 12 + 4);
+    let at = fixed.writeInt16BE(5, 0);
+    at = fixed.writeInt32BE(16, at);
+    at += id.copy(fixed, at);
+    at = fixed.writeInt32BE(4, at);
+    at = fixed.writeInt32BE(l.seq, at);
+    at = fixed.writeInt32BE(8, at);
+    at = fixed.writeBigInt64BE(BigInt(Math.round(l.ts)), at);
+    fixed.writeInt32BE(stream.length, at);
+    const textLength = Buffer.alloc(4);
+    textLength.writeInt32BE(text.length);
+    parts.push(fixed, stream, textLength, text);
+  }
+  const trailer = Buffer.alloc(2);
+  trailer.writeInt16BE(-1);
+  parts.push(trailer);
+  return Buffer.concat(parts);
+}
 
 const UNNEST = `INSERT INTO run_logs (run_id, seq, ts, stream, text)
   SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`;
@@ -84,6 +114,18 @@ const stores = {
       'COPY run_logs (run_id, seq, ts, stream, text) FROM STDIN (FORMAT binary)',
       binaryLogCopy(runId, lines),
     ),
+  chunk: (client, runId, lines) =>
+    client.query({
+      name: 'insert_chunk',
+      text: 'INSERT INTO run_log_chunks (run_id, first_seq, last_seq, line_count, lines) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+      values: [
+        runId,
+        lines[0].seq,
+        lines[lines.length - 1].seq,
+        lines.length,
+        JSON.stringify(lines.map((l) => [l.seq, l.ts, l.stream, l.text])),
+      ],
+    }),
   async 'copy-temp'(client, runId, lines) {
     await client.query(
       'CREATE TEMP TABLE IF NOT EXISTS run_logs_in (seq integer, ts bigint, stream text, text text) ON COMMIT DELETE ROWS',
@@ -226,10 +268,17 @@ for (const method of ORDER) {
   group?.release();
   let backendMs = 0;
   for (const [pid, t] of after.backends) backendMs += t - (before.backends.get(pid) ?? 0);
-  const { rows } = await pool.query(
-    'SELECT count(*)::int AS n, count(DISTINCT (run_id, seq))::int AS d, bool_and(text = $2) AS same FROM run_logs WHERE run_id = ANY($1)',
-    [runs, text],
-  );
+  const { rows } =
+    method === 'chunk'
+      ? await pool.query(
+          `SELECT count(*)::int AS n, count(DISTINCT (run_id, (l->>0)::int))::int AS d, bool_and(l->>3 = $2) AS same
+             FROM run_log_chunks, json_array_elements(lines::json) l WHERE run_id = ANY($1)`,
+          [runs, text],
+        )
+      : await pool.query(
+          'SELECT count(*)::int AS n, count(DISTINCT (run_id, seq))::int AS d, bool_and(text = $2) AS same FROM run_logs WHERE run_id = ANY($1)',
+          [runs, text],
+        );
   const n = rows[0].n;
   results[method] = {
     linesPerSecond: Math.round((n / ms) * 1000),

@@ -466,8 +466,12 @@ async function main() {
       async () => {
         const d = await lineLatency('dryft', dryftAgents, startDryftRuns, owner, apis);
         stored += Number(
-          (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [d.runIds]))
-            .rows[0].n,
+          (
+            await pgc.query(
+              'SELECT coalesce(sum(line_count), 0)::int AS n FROM run_log_chunks WHERE run_id = ANY($1)',
+              [d.runIds],
+            )
+          ).rows[0].n,
         );
         sent += d.sent;
         // Finished properly (lastSeq = what each agent sent), so the agents are idle again.
@@ -517,8 +521,12 @@ async function main() {
     const cpuAfter = await cpuNow(pgc, apiProcs);
     const fMs = Math.max(...f.map((x) => x.ms));
     const fStored = Number(
-      (await pgc.query('SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)', [floodRuns])).rows[0]
-        .n,
+      (
+        await pgc.query(
+          'SELECT coalesce(sum(line_count), 0)::int AS n FROM run_log_chunks WHERE run_id = ANY($1)',
+          [floodRuns],
+        )
+      ).rows[0].n,
     );
     let pgMs = 0;
     for (const [pid, ms] of cpuAfter.postgres) pgMs += ms - (cpuBefore.postgres.get(pid) ?? 0);

@@ -137,7 +137,7 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     a.socket.close();
   });
 
-  it('stores every line once with its text intact, big new batches by COPY and the rest by the insert', async () => {
+  it('stores every line once, in seq order, with its text intact, a batch at a time', async () => {
     const a = await scripted('copy-box');
     const sub = await alice.upload(await toyStarter());
     const run = await alice.startRun(sub);
@@ -157,15 +157,15 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
       Array.from({ length: to - from + 1 }, (_, i) => line(from + i, `filler ${from + i}`));
     const batch = (seq: number, entries: unknown[]) =>
       a.socket.emitWithAck('run.batch', { runId: run.id, seq, entries });
-    // All new and big enough for COPY (COPY_MIN_LINES); the same batch again is a resend.
+    // A big batch (the locked path: the run's first); the same batch again is a resend.
     const first = [...tricky.map((t, i) => line(i + 1, t, i % 2 ? 'harness' : 'out')), ...filler(7, 600)];
     expect(await batch(1, first)).toMatchObject({ ok: true, ackedSeq: 1 });
     expect(await batch(1, first)).toMatchObject({ ok: true, ackedSeq: 1 });
-    // Overlapping the stored lines (600 again, with other text) and out of order: the insert, which
-    // keeps the line stored first and skips nothing new.
+    // Overlapping the stored lines (600 again, with other text) and out of order: the line stored
+    // first is kept, and the new ones are stored in seq order.
     const second = [line(600, 'not stored'), line(602, 'six hundred two'), line(601, 'six hundred one')];
     expect(await batch(2, second)).toMatchObject({ ok: true, ackedSeq: 2 });
-    // Big and new again (COPY), after a gap; then a small new batch (the insert).
+    // Big and new again, after a gap (one statement); then a one-line batch.
     expect(await batch(3, filler(700, 1_299))).toMatchObject({ ok: true, ackedSeq: 3 });
     expect(await batch(4, [line(1_300, 'last')])).toMatchObject({ ok: true, ackedSeq: 4 });
     expect((await a.finish(run.id, SUCCEEDED, 4)).ok).toBe(true);

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../apps/api/src/database/data-source';
 import { MIGRATIONS } from '../../apps/api/src/database/migrations';
+import { chunkLines } from '../../apps/api/src/runs/log-chunk';
 import { createTestDatabase } from '../support/db';
 
 describe('migrations', () => {
@@ -36,5 +37,63 @@ describe('migrations', () => {
       `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations'`,
     );
     expect(Number(tables[0].n)).toBe(0);
+  });
+
+  it('move log lines stored as rows into chunks in seq order, and back', async () => {
+    const db = await createTestDatabase();
+    const ds = await openDatabase(db.url);
+    cleanups.push(async () => {
+      if (ds.isInitialized) await ds.destroy();
+      await db.drop();
+    });
+    await ds.undoLastMigration(); // LogChunks: back to a row per line
+    const [a, b] = ['0b7c1d3e-1111-4222-8333-444455556666', '0b7c1d3e-1111-4222-8333-777788889999'];
+    const texts = ['tab\there, "quotes", \\ and \\N', 'new\nline', 'ünïcödé 中文 🚀', ''];
+    const rows = [
+      ...Array.from({ length: 2_500 }, (_, i) => [
+        a,
+        2_500 - i,
+        1_764_500_000_000 + i,
+        'out',
+        `line ${2_500 - i}`,
+      ]),
+      ...texts.map((t, i) => [b, 10 + i * 3, 7, i % 2 ? 'harness' : 'system', t]),
+    ];
+    for (const r of rows)
+      await ds.query('INSERT INTO run_logs (run_id, seq, ts, stream, text) VALUES ($1, $2, $3, $4, $5)', r);
+    await ds.runMigrations({ transaction: 'each' });
+    const chunks: {
+      run_id: string;
+      first_seq: number;
+      last_seq: number;
+      line_count: number;
+      lines: string;
+    }[] = await ds.query('SELECT * FROM run_log_chunks ORDER BY run_id, last_seq');
+    expect(chunks.map((c) => [c.run_id, c.first_seq, c.last_seq, c.line_count])).toEqual([
+      [a, 1, 999, 999],
+      [a, 1_000, 1_999, 1_000],
+      [a, 2_000, 2_500, 501],
+      [b, 10, 19, 4],
+    ]);
+    const linesOf = (run: string) =>
+      chunks.filter((c) => c.run_id === run).flatMap((c) => chunkLines(c.lines));
+    expect(linesOf(a).map((l) => l.seq)).toEqual(Array.from({ length: 2_500 }, (_, i) => i + 1));
+    expect(linesOf(a)[0]).toEqual({ seq: 1, ts: 1_764_500_002_499, stream: 'out', text: 'line 1' });
+    expect(linesOf(b)).toEqual(
+      texts.map((text, i) => ({ seq: 10 + i * 3, ts: 7, stream: i % 2 ? 'harness' : 'system', text })),
+    );
+    await ds.undoLastMigration();
+    const back: unknown[][] = (
+      await ds.query(
+        'SELECT run_id, seq, ts::float8 AS ts, stream, text FROM run_logs ORDER BY run_id, seq DESC',
+      )
+    ).map((r: { run_id: string; seq: number; ts: number; stream: string; text: string }) => [
+      r.run_id,
+      r.seq,
+      r.ts,
+      r.stream,
+      r.text,
+    ]);
+    expect(back).toEqual([...rows.slice(0, 2_500), ...[...rows.slice(2_500)].reverse()]);
   });
 });

@@ -257,8 +257,14 @@ describe('runs, results and leaderboards through the REST API', () => {
       expect(statements).toEqual([true, true]);
       // Another replica stores batch 4 (lines 6 and 7) behind this process's back.
       await db.query(
-        `INSERT INTO run_logs (run_id, seq, ts, stream, text) VALUES ($1, 6, 1, 'out', 'six'), ($1, 7, 1, 'out', 'seven')`,
-        [run.id],
+        `INSERT INTO run_log_chunks (run_id, first_seq, last_seq, line_count, lines) VALUES ($1, 6, 7, 2, $2)`,
+        [
+          run.id,
+          JSON.stringify([
+            [6, 1, 'out', 'six'],
+            [7, 1, 'out', 'seven'],
+          ]),
+        ],
       );
       await db.query(
         'UPDATE runs SET last_batch_seq = 4, last_log_seq = 7, log_lines = 7, log_bytes = log_bytes + 8 WHERE id = $1',

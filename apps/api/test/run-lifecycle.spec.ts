@@ -8,6 +8,7 @@ import type { Config } from '../src/config/config';
 import { RunLifecycleService, verdictOf } from '../src/runs/run-lifecycle.service';
 import type { RunEntity } from '../src/runs/run.entity';
 import type { RunHead } from '../src/runs/run-heads';
+import { chunkLines, type LogChunk } from '../src/runs/log-chunk';
 import type { RunQueue, RunVerdict } from '../src/runs/run-queue';
 import type { RunsRepository } from '../src/runs/runs.repository';
 import type { RunsService } from '../src/runs/runs.service';
@@ -50,7 +51,8 @@ function lifecycle(runs: RunEntity[]) {
     },
     recordBatch: async (r: RunEntity) => void calls.push(`record ${r.lastBatchSeq} ${r.status}`),
     // The one-statement store: writes only while the row holds what the caller last stored.
-    recordHeadBatch: async (was: RunHead, now: RunHead, lines: LogLine[]) => {
+    recordHeadBatch: async (was: RunHead, now: RunHead, chunk: LogChunk | null) => {
+      const seqs = chunk ? chunkLines(chunk.lines).map((l) => l.seq) : [];
       const r = byId.get(was.runId)!;
       const same =
         r.agentId === was.agentId &&
@@ -60,7 +62,7 @@ function lifecycle(runs: RunEntity[]) {
         r.lastLogSeq === was.lastLogSeq &&
         r.logLines === was.logLines &&
         String(r.logBytes) === was.logBytes;
-      calls.push(`head ${now.lastBatchSeq} ${same ? lines.map((l) => l.seq).join(',') : 'moved on'}`);
+      calls.push(`head ${now.lastBatchSeq} ${same ? seqs.join(',') : 'moved on'}`);
       if (same)
         Object.assign(r, {
           lastBatchSeq: now.lastBatchSeq,
@@ -254,24 +256,33 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
     expect(calls).toEqual(['head 2 moved on']);
   });
 
-  it('leaves harness events, big batches and a batch that fills the head to the locked path', async () => {
+  it('stores a big batch in one statement too, its lines in seq order and each once', async () => {
+    const { run, service, calls } = await started();
+    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 3, 5000));
+    expect(calls).toEqual(['head 2 ' + Array.from({ length: 5000 }, (_, i) => i + 3).join(',')]);
+    calls.length = 0;
+    // A line already stored (5002), two out of order and one twice: stored once each, in order.
+    const mixed = logBatch(run.id, 3, 5002, 1);
+    const [stored] = mixed.entries;
+    const at = (n: number) => ({ ...stored, n });
+    mixed.entries = [at(5002), at(5005), at(5003), at(5005), at(5004)];
+    expect(await service.storeBatch(run.id, run.agentId!, mixed)).toEqual({ ok: true, ackedSeq: 3 });
+    expect(calls).toEqual(['head 3 5003,5004,5005']);
+    expect(run).toMatchObject({ lastLogSeq: 5005, logLines: 5005 });
+  });
+
+  it('leaves harness events and a batch that fills the head to the locked path', async () => {
     const { run, service, calls } = await started();
     const sample = sampleEvent();
     const withEvent = { runId: run.id, seq: 2, entries: [{ type: 'event', ts: 1, event: sample }] };
     await service.storeBatch(run.id, run.agentId!, withEvent as RunBatch);
-    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 3, 3, 500));
-    expect(calls).toEqual([
-      'sample',
-      'record 2 running',
-      'logs ' + Array.from({ length: 500 }, (_, i) => i + 3).join(','),
-      'record 3 running',
-    ]);
+    expect(calls).toEqual(['sample', 'record 2 running']);
     calls.length = 0;
     // 100 lines left in the head (DEFAULT_LOG_LIMITS): 101 open the tail, which the locked path keeps.
     run.logLines = headLines(DEFAULT_LOG_LIMITS) - 100;
     service.heads.remember({ ...service.heads.get(run.id)!, logLines: run.logLines });
-    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 4, 503, 101));
-    expect(calls[0]).toMatch(/^logs 503,.*,602$/);
+    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 3, 3, 101));
+    expect(calls[0]).toMatch(/^logs 3,.*,102$/);
     expect(run.logTail?.lines).toHaveLength(1);
     expect(service.heads.get(run.id)).toBeUndefined();
   });

@@ -6,7 +6,7 @@ import { ApiTokenEntity } from '../tokens/api-token.entity';
 import { UserEntity } from '../users/user.entity';
 import { SubmissionEntity } from '../submissions/submission.entity';
 import { RunEntity } from '../runs/run.entity';
-import { RunLogEntity } from '../runs/run-log.entity';
+import { RunLogChunkEntity } from '../runs/run-log-chunk.entity';
 import { RunSampleEntity } from '../runs/run-sample.entity';
 import { RunCheckEntity } from '../runs/run-check.entity';
 import { RunMetricEntity } from '../runs/run-metric.entity';
@@ -29,7 +29,7 @@ export const ENTITIES = [
   BenchmarkSettingsEntity,
   SubmissionEntity,
   RunEntity,
-  RunLogEntity,
+  RunLogChunkEntity,
   RunSampleEntity,
   RunCheckEntity,
   RunMetricEntity,

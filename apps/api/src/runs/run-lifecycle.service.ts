@@ -7,9 +7,10 @@ import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { RunEntity } from './run.entity';
 import { RunQueue, RunVerdict } from './run-queue';
-import { ACTIVE_STATUSES, COPY_MIN_LINES, RunsRepository } from './runs.repository';
+import { ACTIVE_STATUSES, RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { capBatch } from './log-cap';
+import { logChunk, newLines } from './log-chunk';
 import { RunHead, RunHeads } from './run-heads';
 
 type Emit = () => void;
@@ -154,7 +155,11 @@ export class RunLifecycleService {
         }
       }
       // The log cap: the head is stored now, lines past it wait in the run's tail for its end.
-      const stored = capBatch(run, lines, this.runsService.logLimits(run.benchmarkId));
+      const stored = capBatch(
+        run,
+        newLines(lines, run.lastLogSeq),
+        this.runsService.logLimits(run.benchmarkId),
+      );
       await tx.insertLogs(run.id, stored, run.lastLogSeq);
       if (trace) traceMark(trace, 'inserted');
       run.lastBatchSeq = batch.seq;
@@ -183,7 +188,7 @@ export class RunLifecycleService {
   }
 
   /**
-   * The common batch, stored in one round trip: a few log lines of a running run whose log is
+   * The common batch, stored in one round trip: the log lines of a running run whose log is
    * still within its head, the next seq after what this process stored last. The statement writes
    * only if the run row still holds what this process stored ({@link RunQueue.recordHeadBatch});
    * null when this batch is not such a batch or the row moved on, and the locked path decides.
@@ -192,15 +197,17 @@ export class RunLifecycleService {
   private async storeInHead(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck | null> {
     const was = this.heads.get(runId);
     if (!was || was.agentId !== agentId || batch.seq !== was.lastBatchSeq + 1) return null;
-    // A big batch goes by COPY on the locked path: less CPU per line than this insert.
-    if (batch.entries.length >= COPY_MIN_LINES) return null;
     const lines: LogLine[] = [];
     for (const entry of batch.entries) {
       if (entry.type !== 'log') return null;
       lines.push({ seq: entry.n, ts: entry.ts, stream: entry.stream, text: entry.text });
     }
     const counted = { logLines: was.logLines, logBytes: was.logBytes, logTail: null as RunEntity['logTail'] };
-    const stored = capBatch(counted, lines, this.runsService.logLimits(was.benchmarkId));
+    const stored = capBatch(
+      counted,
+      newLines(lines, was.lastLogSeq),
+      this.runsService.logLimits(was.benchmarkId),
+    );
     // The head is full: the locked path opens the run's tail.
     if (counted.logTail) return null;
     let lastLogSeq = was.lastLogSeq;
@@ -212,7 +219,7 @@ export class RunLifecycleService {
       logLines: counted.logLines,
       logBytes: counted.logBytes,
     };
-    if (!(await this.queue.recordHeadBatch(was, now, stored))) {
+    if (!(await this.queue.recordHeadBatch(was, now, stored.length ? logChunk(stored) : null))) {
       this.heads.forget(runId);
       return null;
     }

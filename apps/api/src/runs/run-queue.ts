@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import type { FailureCode, LogLine, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
+import type { FailureCode, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
 import { DataSource, In } from 'typeorm';
 import { preparedQuery } from '../database/prepared-query';
 import { returned } from '../database/returned-rows';
 import { TransactionalRepository } from '../common/transactional-repository';
 import type { RunHead } from './run-heads';
 import { RunEntity } from './run.entity';
-import { logRowArrays, logRowsFrom } from './runs.repository';
+import { chunkParams, insertChunkFrom } from './runs.repository';
+import type { LogChunk } from './log-chunk';
 
 export interface ClaimRequest {
   agentId: string;
@@ -230,12 +231,12 @@ export class RunQueue extends TransactionalRepository {
 
   /**
    * A log-only batch of a running run still within its log head, in one statement (one round trip,
-   * its own transaction): the run row moves from `was` to `now` and the lines are inserted, only if
+   * its own transaction): the run row moves from `was` to `now` and the chunk of lines is inserted, only if
    * the row still holds exactly `was` (its agent, running, no pending tail, the same seq and log
    * counters; the update waits for a concurrent writer and checks its result). False: nothing was
    * written, the caller takes the locked path.
    */
-  async recordHeadBatch(was: RunHead, now: RunHead, lines: LogLine[]): Promise<boolean> {
+  async recordHeadBatch(was: RunHead, now: RunHead, chunk: LogChunk | null): Promise<boolean> {
     const rows = await preparedQuery<{ claimed: number }>(
       this.dataSource,
       'dryft_record_head_batch',
@@ -245,14 +246,13 @@ export class RunQueue extends TransactionalRepository {
            AND last_batch_seq = $11 AND last_log_seq = $12 AND log_lines = $13 AND log_bytes = $14
          RETURNING id
        ), stored AS (
-         INSERT INTO run_logs (run_id, seq, ts, stream, text)
-         ${logRowsFrom(2)} WHERE EXISTS (SELECT 1 FROM claimed)
+         ${insertChunkFrom(2)} WHERE $4::int > 0 AND EXISTS (SELECT 1 FROM claimed)
          ON CONFLICT DO NOTHING
        )
        SELECT count(*)::int AS claimed FROM claimed`,
       [
         was.runId,
-        ...logRowArrays(lines), // $2-$5
+        ...(chunk ? chunkParams(chunk) : [0, 0, 0, '[]']), // $2-$5: no lines, no chunk
         was.agentId,
         now.lastBatchSeq,
         now.lastLogSeq,

@@ -8,38 +8,26 @@ import type {
   LogLine,
   RunStatus,
 } from '@dryft/libs';
-import type { PoolClient } from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import { DataSource } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
 import { BaselineEntity } from './baseline.entity';
-import { allNew, binaryLogCopy, stripNul } from './log-copy';
+import { chunkLines, logChunk, newLines, type LogChunk } from './log-chunk';
 import { RunCheckEntity } from './run-check.entity';
 import { RunMetricEntity } from './run-metric.entity';
 import { RunSampleEntity } from './run-sample.entity';
 import { RunEntity } from './run.entity';
 
-const COPY_LOGS = 'COPY run_logs (run_id, seq, ts, stream, text) FROM STDIN (FORMAT binary)';
 /**
- * COPY takes two round trips (the statement, then the rows) where the insert takes one: worth it for a
- * big batch (a flood), not for the few lines of a live tick, whose latency watchers see.
+ * The insert of one chunk of a run's log from parameter `$first` on (first seq, last seq, line
+ * count, the lines: {@link chunkParams}); `$1` is the run id. A chunk already stored (the same
+ * run and last seq: a resend) is not stored again.
  */
-export const COPY_MIN_LINES = 500;
+export const insertChunkFrom = (first: number): string =>
+  `INSERT INTO run_log_chunks (run_id, first_seq, last_seq, line_count, lines)
+   SELECT $1::uuid, $${first}::int, $${first + 1}::int, $${first + 2}::int, $${first + 3}::text`;
 
-/**
- * The rows of a multi-row log insert, `SELECT $1, …` over four arrays bound from parameter `$first`
- * on ({@link logRowArrays}); `$1` is the run id.
- */
-export const logRowsFrom = (first: number): string =>
-  `SELECT $1, * FROM unnest($${first}::int[], $${first + 1}::bigint[], $${first + 2}::text[], $${first + 3}::text[])`;
-
-/** The four arrays {@link logRowsFrom} reads: seq, ts, stream and text (NUL stripped), one entry per line. */
-export const logRowArrays = (lines: LogLine[]): unknown[] => [
-  lines.map((l) => l.seq),
-  lines.map((l) => Math.round(l.ts)),
-  lines.map((l) => l.stream),
-  lines.map((l) => stripNul(l.text)),
-];
+/** The four values {@link insertChunkFrom} reads. */
+export const chunkParams = (c: LogChunk): unknown[] => [c.firstSeq, c.lastSeq, c.lineCount, c.lines];
 
 export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
 
@@ -213,39 +201,44 @@ export class RunsRepository extends TransactionalRepository {
   }
 
   /**
-   * One batch's lines, each stored once by (run, seq). `lastSeq` is the highest seq stored for the
-   * run, which the caller holds locked. Inside a transaction, {@link COPY_MIN_LINES} or more lines
-   * that are all new (every seq past `lastSeq`, increasing) go in by one binary COPY: nothing for Postgres to parse but the rows, about
-   * half the database's and the API's CPU per line of the insert below (bench/lines-copy.mjs), and
-   * no line can be stored already. Anything else goes through one multi-row insert that skips a
-   * line already stored.
+   * One batch's lines as one chunk (runs/log-chunk.ts): only those past `lastSeq`, the highest seq
+   * stored for the run, which the caller holds locked; so each line is stored once and the chunks
+   * stay in order.
    */
-  async insertLogs(runId: string, lines: LogLine[], lastSeq = Infinity): Promise<void> {
-    if (lines.length === 0) return;
-    const runner = this.manager.queryRunner;
-    if (lines.length >= COPY_MIN_LINES && runner?.isTransactionActive && allNew(lines, lastSeq)) {
-      const client = (await runner.connect()) as PoolClient;
-      await new Promise<void>((resolve, reject) => {
-        const copy = client.query(copyFrom(COPY_LOGS));
-        copy.on('finish', resolve);
-        copy.on('error', reject);
-        copy.end(binaryLogCopy(runId, lines));
-      });
-      return;
-    }
-    await this.manager.query(
-      `INSERT INTO run_logs (run_id, seq, ts, stream, text) ${logRowsFrom(2)} ON CONFLICT DO NOTHING`,
-      [runId, ...logRowArrays(lines)],
-    );
+  async insertLogs(runId: string, lines: LogLine[], lastSeq: number): Promise<void> {
+    const fresh = newLines(lines, lastSeq);
+    if (fresh.length === 0) return;
+    await this.manager.query(`${insertChunkFrom(2)} ON CONFLICT DO NOTHING`, [
+      runId,
+      ...chunkParams(logChunk(fresh)),
+    ]);
   }
 
+  /**
+   * Up to `limit` lines past seq `after`, in order: one query over the chunks that hold them (the
+   * first may start at or before `after`; the rest are read only while the lines before them, the
+   * first chunk's aside, number fewer than `limit`).
+   */
   async getLogs(runId: string, after: number, limit: number): Promise<LogLine[]> {
-    const rows: { seq: number; ts: string; stream: LogLine['stream']; text: string }[] =
-      await this.manager.query(
-        'SELECT seq, ts, stream, text FROM run_logs WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-        [runId, after, limit],
-      );
-    return rows.map((r) => ({ seq: r.seq, ts: Number(r.ts), stream: r.stream, text: r.text }));
+    const rows: { lines: string }[] = await this.manager.query(
+      `SELECT lines FROM (
+         SELECT last_seq, lines,
+                sum(line_count) OVER w - line_count - first_value(line_count) OVER w AS before
+         FROM run_log_chunks WHERE run_id = $1 AND last_seq > $2
+         WINDOW w AS (ORDER BY last_seq)
+         ORDER BY last_seq LIMIT $3
+       ) c WHERE before < $3 ORDER BY last_seq`,
+      [runId, after, limit],
+    );
+    const out: LogLine[] = [];
+    for (const row of rows) {
+      for (const line of chunkLines(row.lines)) {
+        if (line.seq <= after) continue;
+        if (out.length === limit) return out;
+        out.push(line);
+      }
+    }
+    return out;
   }
 
   async upsertSample(runId: string, s: HarnessSampleEvent): Promise<void> {

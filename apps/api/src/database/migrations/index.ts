@@ -7,6 +7,7 @@ import { GithubApp1796016798089 } from './1796016798089-GithubApp';
 import { LeaseLost1796100000000 } from './1796100000000-LeaseLost';
 import { LogCap1796100000001 } from './1796100000001-LogCap';
 import { BaselineRemeasure1796100000002 } from './1796100000002-BaselineRemeasure';
+import { LogChunks1796100000003 } from './1796100000003-LogChunks';
 import type { MigrationInterface } from 'typeorm';
 import { Agents1796015857416 } from './1796015857416-Agents';
 import { RunsCore1796015525700 } from './1796015525700-RunsCore';
@@ -25,4 +26,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   LeaseLost1796100000000,
   LogCap1796100000001,
   BaselineRemeasure1796100000002,
+  LogChunks1796100000003,
 ];
