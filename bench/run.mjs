@@ -126,6 +126,18 @@ const connectAll = async (sockets) => {
   );
 };
 
+/**
+ * How many lines Postgres holds for these runs: chunks since 2026-11-30, a row per line before (an
+ * older build under BENCH_API_MAIN migrates its own schema).
+ */
+async function storedLines(pgc, runIds) {
+  const chunks = (await pgc.query("SELECT to_regclass('run_log_chunks') IS NOT NULL AS yes")).rows[0].yes;
+  const sql = chunks
+    ? 'SELECT coalesce(sum(line_count), 0)::int AS n FROM run_log_chunks WHERE run_id = ANY($1)'
+    : 'SELECT count(*)::int AS n FROM run_logs WHERE run_id = ANY($1)';
+  return Number((await pgc.query(sql, [runIds])).rows[0].n);
+}
+
 /** How bench agents describe themselves on agent.ready. */
 const BENCH_CAPS = { capabilities: { harnessVersion: 'bench', agentVersion: 'bench' } };
 
@@ -465,14 +477,7 @@ async function main() {
       LINE_PAIRS,
       async () => {
         const d = await lineLatency('dryft', dryftAgents, startDryftRuns, owner, apis);
-        stored += Number(
-          (
-            await pgc.query(
-              'SELECT coalesce(sum(line_count), 0)::int AS n FROM run_log_chunks WHERE run_id = ANY($1)',
-              [d.runIds],
-            )
-          ).rows[0].n,
-        );
+        stored += await storedLines(pgc, d.runIds);
         sent += d.sent;
         // Finished properly (lastSeq = what each agent sent), so the agents are idle again.
         for (let i = 0; i < d.agents.length; i++) {
@@ -520,14 +525,7 @@ async function main() {
     const f = await Promise.all(dryftAgents.map((a, i) => flood(a, floodRuns[i], 5)));
     const cpuAfter = await cpuNow(pgc, apiProcs);
     const fMs = Math.max(...f.map((x) => x.ms));
-    const fStored = Number(
-      (
-        await pgc.query(
-          'SELECT coalesce(sum(line_count), 0)::int AS n FROM run_log_chunks WHERE run_id = ANY($1)',
-          [floodRuns],
-        )
-      ).rows[0].n,
-    );
+    const fStored = await storedLines(pgc, floodRuns);
     let pgMs = 0;
     for (const [pid, ms] of cpuAfter.postgres) pgMs += ms - (cpuBefore.postgres.get(pid) ?? 0);
     const perK = (k) => ((k === 'postgres' ? pgMs : cpuAfter[k] - cpuBefore[k]) / fStored) * 1000;
