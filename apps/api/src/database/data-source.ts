@@ -14,7 +14,12 @@ export function dataSourceOptions(url: string): DataSourceOptions {
     // gen_random_uuid() is built into Postgres 13+: no extension to install, no superuser needed.
     uuidExtension: 'pgcrypto',
     installExtensions: false,
-    extra: { max: 20 },
+    // Up to 20 connections, and an idle one is never closed (pg-pool closes it after 10 s by
+    // default): with that, the connections a burst of batches opened were closed 10 s later and
+    // opened again at the next burst, each a new Postgres backend and a new prepare of the batch
+    // statement, on the cores that deliver lines. The bench saw every line stream stall for
+    // 100-400 ms ten seconds into the stream (bench/RESULTS.md, 2026-12-01).
+    extra: { max: 20, idleTimeoutMillis: 0 },
   };
 }
 
