@@ -215,18 +215,21 @@ export class RunsRepository extends TransactionalRepository {
   }
 
   /**
-   * Up to `limit` lines past seq `after`, in order: one query over the chunks that hold them (the
-   * first may start at or before `after`; the rest are read only while the lines before them, the
-   * first chunk's aside, number fewer than `limit`).
+   * Up to `limit` lines past seq `after`, in order: one query over the chunks that hold them. A
+   * chunk is read only while the chunks before it surely hold fewer than `limit` lines past `after`.
+   * The first may start at or before `after`: it surely holds its lines but those that could have a
+   * seq from its first to `after` (seqs increase; at least one, since it ends past `after`).
    */
   async getLogs(runId: string, after: number, limit: number): Promise<LogLine[]> {
     const rows: { lines: string }[] = await this.manager.query(
       `SELECT lines FROM (
-         SELECT last_seq, lines,
-                sum(line_count) OVER w - line_count - first_value(line_count) OVER w AS before
-         FROM run_log_chunks WHERE run_id = $1 AND last_seq > $2
+         SELECT last_seq, lines, sum(past) OVER w - past AS before
+         FROM (
+           SELECT last_seq, lines, greatest(1, line_count - greatest(0, $2 - first_seq + 1)) AS past
+           FROM run_log_chunks WHERE run_id = $1 AND last_seq > $2
+           ORDER BY last_seq LIMIT $3
+         ) c
          WINDOW w AS (ORDER BY last_seq)
-         ORDER BY last_seq LIMIT $3
        ) c WHERE before < $3 ORDER BY last_seq`,
       [runId, after, limit],
     );
