@@ -34,28 +34,29 @@ const storedText = (text: string): string => {
   return t.isWellFormed() ? t : t.toWellFormed();
 };
 
+/** A seq that may follow `after` in a stored log: past it, and an int4 (the batch schema makes it a positive integer). */
+const follows = (seq: number, after: number): boolean => seq > after && seq <= INT4_MAX;
+
 /**
  * The lines of a batch that are new to a run whose highest stored seq is `lastSeq`, in seq order,
  * each seq once (the first line given with it wins). A line at or below `lastSeq` was stored
  * already (an agent's resend), or came too late to keep the log in order: it is not stored. Seqs
- * outside int4 are not stored either.
+ * outside int4 are not stored either. The common batch (every seq past the one before) is returned
+ * as it is.
  */
 export function newLines(lines: LogLine[], lastSeq: number): LogLine[] {
-  let inOrder = true;
   let prev = lastSeq;
   for (const l of lines) {
-    if (!(l.seq > prev && l.seq <= INT4_MAX)) {
-      inOrder = false;
-      break;
-    }
+    if (!follows(l.seq, prev)) return sortedNew(lines, lastSeq);
     prev = l.seq;
   }
-  if (inOrder) return lines;
-  const fresh = lines
-    .map((line, at) => ({ line, at }))
-    .filter(({ line }) => line.seq > lastSeq && line.seq <= INT4_MAX && Number.isInteger(line.seq))
-    .sort((a, b) => a.line.seq - b.line.seq || a.at - b.at);
-  return fresh.filter((f, i) => i === 0 || f.line.seq !== fresh[i - 1].line.seq).map((f) => f.line);
+  return lines;
+}
+
+function sortedNew(lines: LogLine[], lastSeq: number): LogLine[] {
+  const bySeq = new Map<number, LogLine>();
+  for (const l of lines) if (follows(l.seq, lastSeq) && !bySeq.has(l.seq)) bySeq.set(l.seq, l);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
 /**

@@ -163,7 +163,7 @@ export class RunLifecycleService {
       await tx.insertLogs(run.id, stored, run.lastLogSeq);
       if (trace) traceMark(trace, 'inserted');
       run.lastBatchSeq = batch.seq;
-      for (const l of stored) if (l.seq > run.lastLogSeq) run.lastLogSeq = l.seq;
+      if (stored.length) run.lastLogSeq = stored[stored.length - 1].seq;
       const starting = run.status === 'assigned';
       if (starting) {
         run.status = 'running';
@@ -210,12 +210,11 @@ export class RunLifecycleService {
     );
     // The head is full: the locked path opens the run's tail.
     if (counted.logTail) return null;
-    let lastLogSeq = was.lastLogSeq;
-    for (const l of stored) if (l.seq > lastLogSeq) lastLogSeq = l.seq;
     const now: RunHead = {
       ...was,
       lastBatchSeq: batch.seq,
-      lastLogSeq,
+      // In seq order (newLines), so the last one stored is the highest.
+      lastLogSeq: stored.length ? stored[stored.length - 1].seq : was.lastLogSeq,
       logLines: counted.logLines,
       logBytes: counted.logBytes,
     };
