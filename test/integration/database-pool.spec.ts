@@ -1,7 +1,6 @@
 import type { Pool } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../apps/api/src/database/data-source';
-import { createTestDatabase } from '../support/db';
+import { openMigratedDatabase } from '../support/db';
 
 describe('the API database pool', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -10,12 +9,8 @@ describe('the API database pool', () => {
   });
 
   it('keeps the connections a burst opened: no new backend (and no new prepare) at the next burst', async () => {
-    const db = await createTestDatabase();
-    const ds = await openDatabase(db.url);
-    cleanups.push(async () => {
-      await ds.destroy();
-      await db.drop();
-    });
+    const { ds, close } = await openMigratedDatabase();
+    cleanups.push(close);
     const pool = (ds.driver as unknown as { master: Pool }).master;
     // pg-pool's default closes a connection idle for 10 s: the churn that stalled live lines.
     expect(pool.options.idleTimeoutMillis).toBe(0);

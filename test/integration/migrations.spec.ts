@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../apps/api/src/database/data-source';
 import { MIGRATIONS } from '../../apps/api/src/database/migrations';
 import { chunkLines } from '../../apps/api/src/runs/log-chunk';
-import { createTestDatabase } from '../support/db';
+import { openMigratedDatabase } from '../support/db';
 
 describe('migrations', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -11,12 +10,8 @@ describe('migrations', () => {
   });
 
   it('describe exactly the entities (no pending schema change)', async () => {
-    const db = await createTestDatabase();
-    const ds = await openDatabase(db.url);
-    cleanups.push(async () => {
-      await ds.destroy();
-      await db.drop();
-    });
+    const { ds, close } = await openMigratedDatabase();
+    cleanups.push(close);
     const pending = await ds.driver.createSchemaBuilder().log();
     const statements = pending.upQueries.map((q) => q.query);
     // If this fails: run `npm run migration:generate -- Name` and commit the new migration.
@@ -26,12 +21,8 @@ describe('migrations', () => {
   it('are ordered by timestamp and apply on an empty database, then revert cleanly', async () => {
     const stamps = MIGRATIONS.map((m) => Number(/(\d{13})$/.exec(m.name)?.[1]));
     expect([...stamps].sort((a, b) => a - b)).toEqual(stamps);
-    const db = await createTestDatabase();
-    const ds = await openDatabase(db.url);
-    cleanups.push(async () => {
-      if (ds.isInitialized) await ds.destroy();
-      await db.drop();
-    });
+    const { ds, close } = await openMigratedDatabase();
+    cleanups.push(close);
     for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration();
     const tables: { n: string }[] = await ds.query(
       `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations'`,
@@ -40,12 +31,8 @@ describe('migrations', () => {
   });
 
   it('move log lines stored as rows into chunks in seq order, and back', async () => {
-    const db = await createTestDatabase();
-    const ds = await openDatabase(db.url);
-    cleanups.push(async () => {
-      if (ds.isInitialized) await ds.destroy();
-      await db.drop();
-    });
+    const { ds, close } = await openMigratedDatabase();
+    cleanups.push(close);
     await ds.undoLastMigration(); // LogChunks: back to a row per line
     const [a, b] = ['0b7c1d3e-1111-4222-8333-444455556666', '0b7c1d3e-1111-4222-8333-777788889999'];
     const texts = ['tab\there, "quotes", \\ and \\N', 'new\nline', 'ünïcödé 中文 🚀', ''];

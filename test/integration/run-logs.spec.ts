@@ -2,23 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { LogLine } from '@dryft/libs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
-import { openDatabase } from '../../apps/api/src/database/data-source';
 import { RunsRepository } from '../../apps/api/src/runs/runs.repository';
-import { createTestDatabase } from '../support/db';
+import { openMigratedDatabase } from '../support/db';
 
 /** A run's log stored as chunks of every size, read back by `getLogs` from every point, at every page size. */
 describe('a run log stored as chunks, read a page at a time', () => {
   let ds: DataSource;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
   let repo: RunsRepository;
   const runId = randomUUID();
   const stored: LogLine[] = [];
   const SIZES = [1, 40, 3, 1, 1, 17, 40, 2, 25, 1, 9];
 
   beforeAll(async () => {
-    const db = await createTestDatabase();
-    drop = db.drop;
-    ds = await openDatabase(db.url);
+    ({ ds, close } = await openMigratedDatabase());
     repo = new RunsRepository(ds);
     // Chunks of 1 to 40 lines, seqs with gaps (the cap drops lines; harness events take numbers too).
     let seq = 0;
@@ -36,8 +33,7 @@ describe('a run log stored as chunks, read a page at a time', () => {
   });
 
   afterAll(async () => {
-    await ds?.destroy();
-    await drop?.();
+    await close?.();
   });
 
   it('answers exactly the next `limit` stored lines after any seq', async () => {

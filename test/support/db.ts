@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import type { DataSource } from 'typeorm';
 import { inject } from 'vitest';
 
 /** A fresh, empty database on the test server; dropped by `drop()`. */
@@ -19,6 +20,24 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await c.end();
+    },
+  };
+}
+
+/**
+ * A fresh database with every migration applied, through the API's own DataSource (its pool
+ * settings too); `close()` ends the DataSource if it is still open and drops the database.
+ */
+export async function openMigratedDatabase(): Promise<{ ds: DataSource; close: () => Promise<void> }> {
+  // Loaded here, not at the top: the fault tests import this file for createTestDatabase alone.
+  const { openDatabase } = await import('../../apps/api/src/database/data-source');
+  const db = await createTestDatabase();
+  const ds = await openDatabase(db.url);
+  return {
+    ds,
+    async close() {
+      if (ds.isInitialized) await ds.destroy();
+      await db.drop();
     },
   };
 }
