@@ -11,7 +11,8 @@ import { TestAgent } from '../support/test-agent';
 
 /**
  * Issue 20, item 4: a stored batch crosses to the replicas that have watchers of its run, and to no
- * other. Two Nest apps on one Postgres and one real Redis; the agent's lines are stored on A.
+ * other; while no other replica listens, the storing one sends only a marker of each batch. Two Nest
+ * apps on one Postgres and one real Redis; the agent's lines are stored on A.
  */
 
 const redisUrl = inject('redisUrl');
@@ -62,8 +63,12 @@ describe.skipIf(!reachable)('run lines across replicas: only to replicas that wa
     for (let i = 0; i < 20; i++) await batch();
     await until('A has every line', () => onA.lastSeq >= n, 5_000);
     expect(await listeners(runId)).toBe(1);
-    expect(remoteB.received).toEqual({ batches: 0, lines: 0 });
+    expect(remoteB.received).toEqual({ batches: 0, lines: 0, markers: 0 });
     expect(remoteB.watching).not.toContain(runId);
+    // Heard by no other replica (A's own subscription does not count): after the first batch, A
+    // sends only markers of the seq stored up to, not the lines.
+    const remoteA = a.app.get(RemoteRunLines) as RedisRunLines;
+    expect(remoteA.sent).toEqual({ batches: 1, markers: 19 });
 
     // (2) A watcher joins B while A keeps storing.
     let streaming = true;
@@ -78,6 +83,8 @@ describe.skipIf(!reachable)('run lines across replicas: only to replicas that wa
     expect((await onB.join(runId)).ok).toBe(true);
     await until('B subscribed to the run', async () => (await listeners(runId)) === 2, 5_000);
     await until('B gets live lines from A', () => remoteB.received.lines >= 400, 10_000);
+    // B first heard a marker (and read what it lacked from the database), then A sent lines again.
+    expect(remoteB.received.markers).toBeGreaterThanOrEqual(1);
     streaming = false;
     await stream;
     await until('every line on B', () => onB.lastSeq >= n, 10_000);

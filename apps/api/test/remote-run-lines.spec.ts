@@ -8,6 +8,8 @@ type Listener = (message: string, channel: string) => void;
 function fakeRedis() {
   const subs = new Map<string, Set<Listener>>();
   const log: string[] = [];
+  /** Every message published, by channel, as sent. */
+  const messages: [string, string][] = [];
   const client = (name: string) => {
     const events = new Map<string, (() => void)[]>();
     let pending: Promise<void> = Promise.resolve();
@@ -17,6 +19,7 @@ function fakeRedis() {
       slow: null as Promise<void> | null,
       async publish(channel: string, message: string) {
         log.push(`${name} PUBLISH ${channel}`);
+        messages.push([channel, message]);
         for (const l of subs.get(channel) ?? []) l(message, channel);
         return subs.get(channel)?.size ?? 0;
       },
@@ -45,7 +48,7 @@ function fakeRedis() {
     };
     return c;
   };
-  return { client, log, subscribers: (channel: string) => subs.get(channel)?.size ?? 0 };
+  return { client, log, messages, subscribers: (channel: string) => subs.get(channel)?.size ?? 0 };
 }
 
 const line = (seq: number): LogLine => ({ seq, ts: seq, stream: 'out', text: `line ${seq}` });
@@ -58,8 +61,10 @@ function replica(redis: ReturnType<typeof fakeRedis>, name: string) {
     'hub',
     name,
   );
-  const got: { runId: string; seqs: number[] }[] = [];
-  remote.onLines((runId, lines) => got.push({ runId, seqs: lines.map((l) => l.seq) }));
+  const got: { runId: string; seqs: number[]; upTo?: number }[] = [];
+  remote.onLines((runId, lines, storedUpTo) =>
+    got.push({ runId, seqs: lines.map((l) => l.seq), ...(lines.length ? {} : { upTo: storedUpTo }) }),
+  );
   return { remote, publisher, subscriber, got };
 }
 
@@ -75,8 +80,80 @@ describe('RedisRunLines: one channel per run, listened to only while watched', (
     await new Promise((r) => setImmediate(r));
     expect(b.got).toEqual([{ runId: 'r1', seqs: [1, 2] }]);
     expect(a.got).toEqual([]); // its own batch: skipped undecoded
-    expect(b.remote.received).toEqual({ batches: 1, lines: 2 });
+    expect(b.remote.received).toEqual({ batches: 1, lines: 2, markers: 0 });
     expect(redis.subscribers('hub:runlog:r2')).toBe(0);
+  });
+
+  it('after a batch no other replica heard, the run goes out as markers (the seq stored up to) until one is heard', async () => {
+    const redis = fakeRedis();
+    const a = replica(redis, 'a');
+    const b = replica(redis, 'b');
+    const sent = () => redis.messages.map(([, m]) => m.slice(m.indexOf('\n') + 1));
+    a.remote.publish('r1', [line(1), line(2)]); // nobody listens: it still goes out as lines
+    await Promise.resolve();
+    a.remote.publish('r1', [line(3)]);
+    a.remote.publish('r1', [line(4), line(5)]);
+    await Promise.resolve();
+    expect(sent()).toEqual([JSON.stringify([line(1), line(2)]), '3', '5']);
+    expect(a.remote.sent).toEqual({ batches: 1, markers: 2 });
+
+    // B begins to listen: the next marker reaches it (it reads the lines from its database), and
+    // having been heard, the run's batches go out as lines again.
+    await b.remote.watch('r1');
+    a.remote.publish('r1', [line(6)]);
+    await Promise.resolve();
+    a.remote.publish('r1', [line(7), line(8)]);
+    await Promise.resolve();
+    expect(b.got).toEqual([
+      { runId: 'r1', seqs: [], upTo: 6 },
+      { runId: 'r1', seqs: [7, 8] },
+    ]);
+    expect(b.remote.received).toEqual({ batches: 1, lines: 2, markers: 1 });
+
+    // B leaves: one more batch as lines (heard by nobody), then markers again.
+    await b.remote.unwatch('r1');
+    a.remote.publish('r1', [line(9)]);
+    await Promise.resolve();
+    a.remote.publish('r1', [line(10)]);
+    await Promise.resolve();
+    expect(sent().slice(-2)).toEqual([JSON.stringify([line(9)]), '10']);
+    // Another run is its own: its first batch goes out as lines.
+    a.remote.publish('r2', [line(1)]);
+    expect(sent().at(-1)).toBe(JSON.stringify([line(1)]));
+  });
+
+  it("a replica's own subscription to a run it watches does not count as another replica hearing it", async () => {
+    const redis = fakeRedis();
+    const a = replica(redis, 'a');
+    const b = replica(redis, 'b');
+    await a.remote.watch('r1'); // A's own watchers: A listens for lines stored elsewhere
+    a.remote.publish('r1', [line(1)]);
+    await Promise.resolve();
+    a.remote.publish('r1', [line(2)]);
+    await Promise.resolve();
+    expect(a.remote.sent).toEqual({ batches: 1, markers: 1 });
+    await b.remote.watch('r1');
+    a.remote.publish('r1', [line(3)]);
+    await Promise.resolve();
+    a.remote.publish('r1', [line(4)]);
+    await Promise.resolve();
+    expect(a.remote.sent).toEqual({ batches: 2, markers: 2 });
+    expect(b.got).toEqual([
+      { runId: 'r1', seqs: [], upTo: 3 },
+      { runId: 'r1', seqs: [4] },
+    ]);
+    expect(a.got).toEqual([]); // its own messages, markers too, are skipped
+  });
+
+  it('a message that is neither lines nor a positive seq is ignored', async () => {
+    const redis = fakeRedis();
+    const b = replica(redis, 'b');
+    await b.remote.watch('r1');
+    const other = redis.client('x.pub');
+    for (const body of ['0', '-3', '1.5', '"7"', '[]', '{"seq":1}', 'not json'])
+      await other.publish('hub:runlog:r1', `x\n${body}`);
+    expect(b.got).toEqual([]);
+    expect(b.remote.received).toEqual({ batches: 0, lines: 0, markers: 0 });
   });
 
   it('subscribe and unsubscribe of one run apply in the order asked, even when Redis is slow', async () => {

@@ -87,6 +87,24 @@ describe('RunChannels: every line once, in order', () => {
     expect(a.seqs).toEqual([1, 2, 3, 4]);
   });
 
+  it('a marker from another replica (no lines, the seq stored up to) is filled from the database, once', async () => {
+    const w = world();
+    w.store(1);
+    const a = w.socket('a');
+    await w.channels.join(a, RUN, 0);
+    w.store(2, 3, 4); // stored elsewhere, sent as a marker only
+    const reads = w.reads();
+    await w.channels.deliver(RUN, [], 3);
+    expect(a.seqs).toEqual([1, 2, 3]); // up to the marker, not past it
+    await w.channels.deliver(RUN, [], 3); // the same marker again: nothing to read
+    await w.channels.deliver(RUN, [], 2);
+    expect(w.reads()).toBe(reads + 1);
+    await w.channels.deliver(RUN, [line(4)]);
+    await w.channels.deliver(RUN, w.store(5));
+    expect(a.seqs).toEqual(range(1, 5));
+    expect(w.reads()).toBe(reads + 1);
+  });
+
   it('brings a late joiner and the members to the same point with nothing twice', async () => {
     const w = world();
     const a = w.socket('a');

@@ -156,7 +156,9 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.remoteLines,
     );
     // Lines stored on another replica reach this one only for runs watched here (RunChannels).
-    this.remoteLines.onLines((runId, lines) => void this.channels.deliver(runId, lines));
+    this.remoteLines.onLines(
+      (runId, lines, storedUpTo) => void this.channels.deliver(runId, lines, storedUpTo),
+    );
     this.remoteLines.onReconnected(
       () =>
         void this.channels

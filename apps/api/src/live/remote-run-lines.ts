@@ -3,14 +3,20 @@ import type { LogLine } from '@dryft/libs';
 import { CONFIG, Config } from '../config/config';
 import { SocketServer } from '../socket/socket-server';
 
-/** What a replica does with lines another replica stored for a run it watches. */
-export type RemoteLinesHandler = (runId: string, lines: LogLine[]) => void;
+/**
+ * What a replica does with lines another replica stored for a run it watches: `lines` in seq order
+ * (none when the other replica sent only where the run's log is stored up to, `storedUpTo`).
+ */
+export type RemoteLinesHandler = (runId: string, lines: LogLine[], storedUpTo: number) => void;
 
 /**
  * Lines stored on one replica, carried to the replicas that have watchers of that run, and to no
- * other. Each run has a channel of its own: the storing replica publishes every batch to it (a
- * publish nobody listens to costs Redis almost nothing), and a replica listens to it while its
- * RunChannels keeps a channel for that run, that is while it has local watchers of it.
+ * other. Each run has a channel of its own: the storing replica publishes every batch to it, and a
+ * replica listens to it while its RunChannels keeps a channel for that run, that is while it has
+ * local watchers of it. A batch that no other replica heard makes the run's next batches go out as a
+ * marker only (the seq its log is stored up to), not as lines, until a marker is heard again: a
+ * replica that began listening reads those lines from the database, and the storing replica does not
+ * encode and send every batch of the many runs nobody watches elsewhere.
  *
  * Delivery is best-effort: a batch lost on the way (Redis down, a subscription not yet in place) is
  * filled from the database by RunChannels, at the next batch that arrives or at `onReconnected`.
@@ -57,6 +63,9 @@ export interface PubSubClient {
   on(event: 'ready' | 'error', listener: (...args: unknown[]) => void): unknown;
 }
 
+/** Runs remembered as heard by no other replica, at most (the oldest is forgotten first). */
+const MAX_UNHEARD_RUNS = 10_000;
+
 /** How long a join waits for its subscription before replaying anyway (the catch-up covers the rest). */
 const SUBSCRIBE_WAIT_MS = 2_000;
 
@@ -64,8 +73,8 @@ const SUBSCRIBE_WAIT_MS = 2_000;
  * Redis pub/sub, one channel per run (`<REDIS_STREAM>:runlog:<runId>`): `publisher` is the client the
  * socket.io adapter writes with, `subscriber` a connection of its own (a subscribed connection can
  * do nothing else). Subscribe and unsubscribe of one run are applied in the order they were asked.
- * A message is `<replica id>\n<JSON lines>`, so a replica skips its own batches without decoding
- * them (its watchers had them from its event bus).
+ * A message is `<replica id>\n<JSON lines>`, or `<replica id>\n<seq>` for a marker, so a replica skips
+ * its own batches without decoding them (its watchers had them from its event bus).
  */
 export class RedisRunLines extends RemoteRunLines {
   private readonly logger = new Logger('RemoteRunLines');
@@ -85,7 +94,11 @@ export class RedisRunLines extends RemoteRunLines {
    */
   private readonly dropped = new Map<string, LogLine[]>();
   /** What this replica decoded from other replicas (tests and the bench read these). */
-  readonly received = { batches: 0, lines: 0 };
+  readonly received = { batches: 0, lines: 0, markers: 0 };
+  /** What this replica published: batches as lines, and markers (tests read these). */
+  readonly sent = { batches: 0, markers: 0 };
+  /** Runs whose last message no other replica heard: their batches go out as markers. */
+  private readonly unheard = new Set<string>();
 
   private bound?: { publisher: PubSubClient; subscriber: PubSubClient };
 
@@ -142,13 +155,37 @@ export class RedisRunLines extends RemoteRunLines {
       return;
     }
     this.dropped.delete(runId);
-    this.publisher.publish(this.channel(runId), this.ownTag + JSON.stringify(lines)).then(
-      () => (this.publishFailing = false),
+    const storedUpTo = lines[lines.length - 1].seq;
+    const marker = this.unheard.has(runId);
+    const message = this.ownTag + (marker ? String(storedUpTo) : JSON.stringify(lines));
+    if (marker) this.sent.markers++;
+    else this.sent.batches++;
+    this.publisher.publish(this.channel(runId), message).then(
+      (receivers) => {
+        this.publishFailing = false;
+        this.heardBy(runId, Number(receivers));
+      },
       (err: unknown) => {
         if (!this.dropped.has(runId)) this.dropped.set(runId, lines);
         this.publishFailed((err as Error).message);
       },
     );
+  }
+
+  /**
+   * Redis counts every connection a message reached, this replica's own subscriber among them while
+   * it watches the run. Counted as heard when unsure (an own subscription still on its way): a batch
+   * sent as lines is never wrong, only a marker when someone listens would cost that replica a read.
+   */
+  private heardBy(runId: string, receivers: number): void {
+    const others = receivers - (this.wanted.has(runId) ? 1 : 0);
+    if (others > 0 || Number.isNaN(receivers)) {
+      this.unheard.delete(runId);
+      return;
+    }
+    // Bounded: a run forgotten here is sent as lines once more, and marked again.
+    if (this.unheard.size >= MAX_UNHEARD_RUNS) this.unheard.delete(this.unheard.values().next().value!);
+    this.unheard.add(runId);
   }
 
   /** The publisher is connected again: each run's last unpublished batch goes out now. */
@@ -210,16 +247,22 @@ export class RedisRunLines extends RemoteRunLines {
     const runId = channel.slice(this.prefix.length);
     if (!this.wanted.has(runId)) return;
     const nl = message.indexOf('\n');
-    let lines: unknown;
+    let body: unknown;
     try {
-      lines = JSON.parse(message.slice(nl + 1));
+      body = JSON.parse(message.slice(nl + 1));
     } catch {
       return;
     }
-    if (!Array.isArray(lines)) return;
+    if (Number.isSafeInteger(body) && (body as number) > 0) {
+      this.received.markers++;
+      this.handler(runId, [], body as number);
+      return;
+    }
+    if (!Array.isArray(body) || body.length === 0) return;
+    const lines = body as LogLine[];
     this.received.batches++;
     this.received.lines += lines.length;
-    this.handler(runId, lines as LogLine[]);
+    this.handler(runId, lines, lines[lines.length - 1].seq);
   };
 
   private publishFailed(why: string): void {

@@ -51,24 +51,30 @@ export class RunChannels {
     return `runlog:${runId}`;
   }
 
-  /** Lines just stored (here or on another replica), in seq order. */
-  deliver(runId: string, lines: LogLine[]): Promise<void> {
+  /**
+   * Lines just stored (here or on another replica), in seq order, the run's log now stored up to
+   * `storedUpTo`. Another replica may send no lines and only `storedUpTo` (it stopped sending a run's
+   * lines while no replica listened): what this replica's watchers lack is read from the database.
+   */
+  deliver(runId: string, lines: LogLine[], storedUpTo = lines.at(-1)?.seq ?? 0): Promise<void> {
     const ch = this.channels.get(runId);
-    if (!ch || lines.length === 0) return Promise.resolve();
+    if (!ch || (lines.length === 0 && storedUpTo === 0)) return Promise.resolve();
     return ch.enqueue(async () => {
       if (ch.cursor === null) return;
       const fresh = lines.filter((l) => l.seq > ch.cursor!);
-      if (fresh.length === 0) return;
-      if (fresh[0].seq > ch.cursor + 1) {
-        const gap = await this.readRange(runId, ch.cursor, fresh[0].seq - 1);
+      // Stored and never received here: before the first fresh line, or up to `storedUpTo`.
+      const missingUpTo = fresh.length ? fresh[0].seq - 1 : storedUpTo;
+      if (missingUpTo > ch.cursor) {
+        const gap = await this.readRange(runId, ch.cursor, missingUpTo);
         this.broadcast(runId, gap);
         ch.cursor = Math.max(ch.cursor, gap.length ? gap[gap.length - 1].seq : ch.cursor);
       }
       const rest = fresh.filter((l) => l.seq > ch.cursor!);
+      if (rest.length === 0) return;
       if (LATENCY_TRACE) traceMark(`batch:${runId}:${lines[0].seq}`, 'deliver');
       this.broadcast(runId, rest);
       if (LATENCY_TRACE) traceMark(`batch:${runId}:${lines[0].seq}`, 'broadcast');
-      if (rest.length) ch.cursor = rest[rest.length - 1].seq;
+      ch.cursor = rest[rest.length - 1].seq;
     });
   }
 
