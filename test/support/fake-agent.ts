@@ -10,6 +10,11 @@ export interface Script {
   perBatch?: number;
   /** The text of line n (default `scripted line n`). */
   text?: (n: number) => string;
+  /**
+   * After the batch with this line the stream waits for {@link FakeAgent.release}: a test lands a
+   * cut in the middle of the run however slowly its own side started.
+   */
+  holdAfterLine?: number;
 }
 
 /** The lines of a flood batch ({@link FakeAgent.floodBatch}). */
@@ -72,6 +77,8 @@ export class FakeAgent {
   private playing: string | null = null;
   private acked = 0;
   private stopped = false;
+  private releaseHold: () => void = () => undefined;
+  private readonly held = new Promise<void>((r) => (this.releaseHold = r));
   /** Whether this agent's encoder sends {@link PreEncoded} payloads as they are (floodBatch). */
   private preEncoding = false;
 
@@ -269,6 +276,8 @@ export class FakeAgent {
         const ack = BatchAck.safeParse(await this.send('run.batch', { runId, seq, entries }));
         if (ack.success) this.acked = Math.max(this.acked, ack.data.ackedSeq);
       }
+      if (script.holdAfterLine !== undefined && first <= script.holdAfterLine && script.holdAfterLine <= last)
+        await this.held;
       await new Promise((r) => setTimeout(r, script.intervalMs));
     }
     for (;;) {
@@ -285,6 +294,11 @@ export class FakeAgent {
       await new Promise((r) => setTimeout(r, 300));
     }
     this.playing = null;
+  }
+
+  /** A stream held at `holdAfterLine` goes on (and any later one passes its hold at once). */
+  release(): void {
+    this.releaseHold();
   }
 
   close(): void {
