@@ -1,16 +1,12 @@
 import type { Pool } from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
-import { openMigratedDatabase } from '../support/db';
+import { describe, expect, it } from 'vitest';
+import { migratedDatabases } from '../support/db';
 
 describe('the API database pool', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups) await c();
-  });
+  const openDatabase = migratedDatabases();
 
   it('keeps the connections a burst opened: no new backend (and no new prepare) at the next burst', async () => {
-    const { ds, close } = await openMigratedDatabase();
-    cleanups.push(close);
+    const ds = await openDatabase();
     const pool = (ds.driver as unknown as { master: Pool }).master;
     // pg-pool's default closes a connection idle for 10 s: the churn that stalled live lines.
     expect(pool.options.idleTimeoutMillis).toBe(0);

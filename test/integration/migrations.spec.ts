@@ -1,17 +1,13 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../apps/api/src/database/migrations';
 import { chunkLines } from '../../apps/api/src/runs/log-chunk';
-import { openMigratedDatabase } from '../support/db';
+import { migratedDatabases } from '../support/db';
 
 describe('migrations', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups) await c();
-  });
+  const openDatabase = migratedDatabases();
 
   it('describe exactly the entities (no pending schema change)', async () => {
-    const { ds, close } = await openMigratedDatabase();
-    cleanups.push(close);
+    const ds = await openDatabase();
     const pending = await ds.driver.createSchemaBuilder().log();
     const statements = pending.upQueries.map((q) => q.query);
     // If this fails: run `npm run migration:generate -- Name` and commit the new migration.
@@ -21,8 +17,7 @@ describe('migrations', () => {
   it('are ordered by timestamp and apply on an empty database, then revert cleanly', async () => {
     const stamps = MIGRATIONS.map((m) => Number(/(\d{13})$/.exec(m.name)?.[1]));
     expect([...stamps].sort((a, b) => a - b)).toEqual(stamps);
-    const { ds, close } = await openMigratedDatabase();
-    cleanups.push(close);
+    const ds = await openDatabase();
     for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration();
     const tables: { n: string }[] = await ds.query(
       `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations'`,
@@ -31,8 +26,7 @@ describe('migrations', () => {
   });
 
   it('move log lines stored as rows into chunks in seq order, and back', async () => {
-    const { ds, close } = await openMigratedDatabase();
-    cleanups.push(close);
+    const ds = await openDatabase();
     await ds.undoLastMigration(); // LogChunks: back to a row per line
     const [a, b] = ['0b7c1d3e-1111-4222-8333-444455556666', '0b7c1d3e-1111-4222-8333-777788889999'];
     const texts = ['tab\there, "quotes", \\ and \\N', 'new\nline', 'ünïcödé 中文 🚀', ''];

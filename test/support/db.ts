@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 
 /** A fresh, empty database on the test server; dropped by `drop()`. */
 export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -39,5 +39,21 @@ export async function openMigratedDatabase(): Promise<{ ds: DataSource; close: (
       if (ds.isInitialized) await ds.destroy();
       await db.drop();
     },
+  };
+}
+
+/**
+ * For a describe block: each call of the returned function opens a fresh migrated database
+ * ({@link openMigratedDatabase}), closed and dropped after the block's tests.
+ */
+export function migratedDatabases(): () => Promise<DataSource> {
+  const closes: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const close of closes) await close();
+  });
+  return async () => {
+    const { ds, close } = await openMigratedDatabase();
+    closes.push(close);
+    return ds;
   };
 }
