@@ -271,6 +271,33 @@ describe('RunFollower', () => {
     expect(hub.joins[1]).toBe(7);
   });
 
+  it('keeps a run.status that came while its join was in flight over the older view in the ack', async () => {
+    const hub = new FakeHub();
+    hub.status = 'assigned';
+    let answer!: (ack: unknown) => void;
+    hub.join = (body) => {
+      hub.joins.push(body.afterSeq);
+      return new Promise((r) => (answer = r));
+    };
+    hub.connect();
+    const f = follow(hub, { pollMs: 60_000 });
+    await until(() => hub.joins.length === 1);
+    const ackRun = hub.run_; // read by the hub when the socket joined the room
+    hub.status = 'running';
+    hub.emit('run.status', { run: hub.run_ }); // a change stored after that read
+    answer({ ok: true, run: ackRun });
+    await settle(20);
+    expect(f.statuses).toEqual(['running']);
+
+    // With no event in between, the ack's view is taken (after a reconnect, too).
+    hub.join = FakeHub.prototype.join;
+    hub.drop();
+    hub.status = 'succeeded';
+    hub.connect();
+    await until(() => f.statuses.length === 2);
+    expect(f.statuses).toEqual(['running', 'succeeded']);
+  });
+
   it('ignores the ack of a connection that dropped before it came', async () => {
     const hub = new FakeHub();
     const joined: unknown[] = [];

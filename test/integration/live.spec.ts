@@ -1,6 +1,8 @@
 import { io, Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunView } from '@dryft/libs';
 import { EventBus } from '../../apps/api/src/common/event-bus';
+import { RunsRepository } from '../../apps/api/src/runs/runs.repository';
 import { HttpUser, RunWatcher, toyStarter, until } from '../support/agent-helpers';
 import { startTestHub, TestHub } from '../support/hub';
 import { TestAgent } from '../support/test-agent';
@@ -111,6 +113,41 @@ describe('/live: rooms, replay and coalescing', () => {
     late.close();
     fresh.close();
     flaky.close();
+  });
+
+  it('a change stored while a watcher joins reaches it: the ack is read once the socket is in the run room', async () => {
+    // The organizer lowers the whole-run limit right after the join's access check read the run,
+    // before the socket is in the run's room: its run.status cannot reach the socket, so the ack
+    // must carry it (before, the ack had the limit read before the change, and nothing came after).
+    const repo = hub.app.get(RunsRepository);
+    const findById = repo.findById;
+    let armed = false;
+    repo.findById = async (id: string) => {
+      const found = await findById.call(repo, id);
+      if (armed && id === runId) {
+        armed = false;
+        const res = await org.req('PATCH', '/api/admin/benchmarks/toy-decode', { runTimeLimitSeconds: 120 });
+        expect(res.status).toBe(200);
+      }
+      return found;
+    };
+    const watcher = connect(hub.baseUrl, { cookie: owner.cookie });
+    try {
+      await connected(watcher);
+      const events: RunView[] = [];
+      watcher.on('run.status', (e: { run: RunView }) => events.push(e.run));
+      armed = true;
+      const ack = await watcher.emitWithAck('run.join', { runId, afterSeq: 0 });
+      expect(ack.ok).toBe(true);
+      await new Promise((r) => setTimeout(r, 200));
+      const limitOf = (r: RunView) => (Date.parse(r.deadlineAt!) - Date.parse(r.assignedAt!)) / 1000;
+      expect(limitOf(events.at(-1) ?? ack.run)).toBe(120);
+      expect(limitOf(ack.run)).toBe(120);
+    } finally {
+      repo.findById = findById;
+      watcher.close();
+      await org.req('PATCH', '/api/admin/benchmarks/toy-decode', { runTimeLimitSeconds: 300 });
+    }
   });
 
   it('coalesces a burst of leaderboard changes into one broadcast (and one trailing one), and serves organizers the agents', async () => {

@@ -159,6 +159,8 @@ export class RunFollower {
   private joined = false;
   /** Bumped on every connect and disconnect, so a late ack of an older connection is ignored. */
   private epoch = 0;
+  /** run.status events taken so far: a join ack is older than any that came after its join was sent. */
+  private statusEvents = 0;
   private finishing = false;
   private ended = false;
   private stopped = false;
@@ -200,7 +202,10 @@ export class RunFollower {
       }),
       t.on('run.status', (raw) => {
         const p = RunStatusEvent.safeParse(raw);
-        if (p.success && mine(p.data.run.id)) this.onRun(p.data.run);
+        if (p.success && mine(p.data.run.id)) {
+          this.statusEvents += 1;
+          this.onRun(p.data.run);
+        }
       }),
       t.on('run.sample', (raw) => {
         const p = RunSampleEvent.safeParse(raw);
@@ -283,8 +288,9 @@ export class RunFollower {
     // The cursor is read in order with everything already delivered; the ack is not awaited in the
     // queue, so a hub that never answers cannot hold up the lines (REST carries on meanwhile).
     this.enqueue(() => {
+      const statusesBefore = this.statusEvents;
       this.transport.join({ runId: this.runId, afterSeq: this.cursor }).then(
-        (raw) => this.enqueue(() => this.onJoinAck(epoch, raw)),
+        (raw) => this.enqueue(() => this.onJoinAck(epoch, raw, statusesBefore)),
         () =>
           this.enqueue(() => {
             if (epoch === this.epoch) this.h.joinFailed?.(JOIN_UNANSWERED, false);
@@ -305,7 +311,7 @@ export class RunFollower {
     this.schedule(this.o.pollAtOnce ? 0 : this.pollMs);
   }
 
-  private onJoinAck(epoch: number, raw: unknown): void {
+  private onJoinAck(epoch: number, raw: unknown, statusesBefore: number): void {
     if (epoch !== this.epoch || !this.transport.connected) return;
     const parsed = JoinAck.safeParse(raw);
     if (!parsed.success) return this.h.joinFailed?.(JOIN_BAD_ACK, false);
@@ -323,7 +329,10 @@ export class RunFollower {
     }
     this.h.joined?.(ack);
     const backlog = this.o.backlogCheckMs;
-    if (ack.run) this.onRun(ack.run, backlog ?? 0);
+    // The ack's run was read when the hub joined this socket to the run's room: a run.status that
+    // came since the join was sent is as new or newer (the hub sends changes after they are stored,
+    // in order), so the ack's older view must not overwrite it.
+    if (ack.run && this.statusEvents === statusesBefore) this.onRun(ack.run, backlog ?? 0);
     if (backlog !== undefined) {
       const target = ack.run?.lastLogSeq ?? 0;
       clearTimeout(this.backlogTimer);

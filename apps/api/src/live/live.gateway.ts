@@ -464,7 +464,10 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       }
       if (run.teamId) state.runTeams.set(runId, run.teamId);
       await socket.join(`run:${runId}`);
-      const view = await this.runs.view(run);
+      // Read again now that the socket is in the room: a change stored after this read reaches it
+      // as a run.status, one stored before is in the ack (the first read was only for access).
+      const now = (await this.runsRepo.findById(runId)) ?? run;
+      const view = await this.runs.view(now);
       // The ack leaves first; the replay follows on the same socket, so it arrives after it.
       setImmediate(
         () =>
