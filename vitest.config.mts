@@ -36,6 +36,8 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
           include: ['libs/test/**/*.spec.ts', 'apps/*/test/**/*.spec.ts', 'test/unit/**/*.spec.ts'],
           environment: 'node',
+          // The property tests (fast-check) run for seconds; on a busy 2-core box, past vitest's 5 s.
+          testTimeout: 20_000,
         },
       },
       {

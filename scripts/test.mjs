@@ -2,7 +2,7 @@
 // `npm test`: every tier (unit, integration, end to end, the Python harness) and one closing line
 // "Total: N passed, N failed, N skipped" that CI reads.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -22,16 +22,21 @@ function pythonForHarness() {
   return null;
 }
 
-if (!only || only === 'node') {
-  const report = path.join(outDir, 'vitest.json');
+/** Runs vitest under `node` (a binary path) with `args`; adds its counts to the totals. */
+function runVitest(node, args, reportName, extraEnv = {}) {
+  const report = path.join(outDir, reportName);
+  rmSync(report, { force: true });
   const r = spawnSync(
-    'npx',
-    ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
-    {
-      cwd: root,
-      stdio: 'inherit',
-      env: process.env,
-    },
+    node,
+    [
+      path.join(root, 'node_modules/vitest/vitest.mjs'),
+      'run',
+      ...args,
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${report}`,
+    ],
+    { cwd: root, stdio: 'inherit', env: { ...process.env, ...extraEnv } },
   );
   if (existsSync(report)) {
     const json = JSON.parse(readFileSync(report, 'utf8'));
@@ -44,10 +49,73 @@ if (!only || only === 'node') {
   }
 }
 
+/**
+ * The Node LTS the project moves to (issue: a supported Node): its binary from the npm registry
+ * (the platform package `node-<os>-<arch>`, which carries the binary itself), kept in .data.
+ */
+const NEXT_NODE = '24.22.3';
+function nextNodeBinary() {
+  const pkg = `node-${process.platform}-${process.arch}`;
+  const prefix = path.join(root, '.data', `node-${NEXT_NODE}`);
+  const bin = path.join(prefix, 'node_modules', pkg, 'bin', 'node');
+  if (!existsSync(bin)) {
+    console.log(`[tests] fetching Node ${NEXT_NODE} (${pkg}) from the npm registry into ${prefix}`);
+    mkdirSync(prefix, { recursive: true });
+    const r = spawnSync(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', prefix, `${pkg}@${NEXT_NODE}`],
+      { cwd: prefix, stdio: 'inherit' },
+    );
+    if (r.status !== 0 || !existsSync(bin)) return null;
+  }
+  return bin;
+}
+
+// Two Node LTS lines, each with the tiers of the installs it runs: the machine's Node (20 here:
+// `npm start`'s quick start) runs every tier; in CI and with DRYFT_NODE24=1 the integration tier
+// moves to Node 24 (the images' runtime, docker/Dockerfile.*) and the unit tiers run under both.
+// Running integration twice would add its ~3 minutes to a suite meant to stay inside 20.
+// DRYFT_NODE24=0 leaves Node 24 out; `npm run test:node24` runs its tiers alone.
+const strictAll = process.env.CI === 'true' || process.env.DRYFT_REQUIRE_ALL === '1';
+const wantNext =
+  only === 'node24' ||
+  (!only && process.env.DRYFT_NODE24 !== '0' && (strictAll || process.env.DRYFT_NODE24 === '1'));
+const NEXT_PROJECTS = ['unit', 'web', 'integration'];
+const THIS_PROJECTS = wantNext ? ['unit', 'web', 'e2e', 'fault'] : null;
+
+if (!only || only === 'node') {
+  const projects = only === 'node' ? null : THIS_PROJECTS;
+  runVitest(process.execPath, projects ? projects.flatMap((p) => ['--project', p]) : [], 'vitest.json');
+}
+
+if (wantNext) {
+  const node = nextNodeBinary();
+  if (!node) {
+    console.error(
+      `\n[tests] FAILED: could not fetch Node ${NEXT_NODE} from the npm registry for the Node 24 tiers.`,
+    );
+    broken = true;
+  } else {
+    console.log(`\n[tests] ${NEXT_PROJECTS.join(', ')} tiers under Node ${NEXT_NODE}`);
+    // Children that start `node` by name (the CLI, scripts) get the same runtime.
+    runVitest(
+      node,
+      NEXT_PROJECTS.flatMap((p) => ['--project', p]),
+      'vitest-node24.json',
+      {
+        PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}`,
+      },
+    );
+  }
+} else if (!only) {
+  console.warn(
+    `\n[tests] Node ${NEXT_NODE} tiers not run here (CI runs them; DRYFT_NODE24=1 to run them too).\n`,
+  );
+}
+
 if (!only || only === 'harness') {
   const python = pythonForHarness();
-  const strict = process.env.CI === 'true' || process.env.DRYFT_REQUIRE_ALL === '1';
-  if (!python && strict) {
+  if (!python && strictAll) {
     console.error(
       '\n[tests] FAILED: no Python with pytest for the harness tests (apt-get install python3-pytest python3-torch, or set HARNESS_PYTHON).',
     );

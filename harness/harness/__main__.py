@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="evaluate one submission")
     run.add_argument("--benchmark", required=True)
     run.add_argument("--submission", required=True, help="directory holding the unpacked submission")
-    run.add_argument("--mode", choices=["public", "official", "baseline"], required=True, help="baseline: time the trusted baseline engine alone (an organizer's re-measure; the submission directory is not read)")
+    run.add_argument("--mode", choices=["public", "official", "baseline", "calibration"], required=True, help="baseline: time the trusted baseline engine alone (an organizer's re-measure); calibration: pairs of the baseline and the reference engine (K); neither reads the submission directory")
     run.add_argument("--spec", required=True, help="JSON spec written by the agent from the benchmark definition")
     run.add_argument("--events-fd", type=int, required=True, help="file descriptor for JSON-line events")
     run.add_argument(

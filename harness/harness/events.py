@@ -71,6 +71,10 @@ class EventWriter:
         pairs: Optional[int] = None,
         indicative: Optional[bool] = None,
         baseline: Optional[dict] = None,
+        scoring: Optional[dict] = None,
+        absoluteInterval: Optional[dict] = None,  # noqa: N803 (the event's own field name)
+        promptNonce: Optional[str] = None,  # noqa: N803
+        calibration: Optional[dict] = None,
     ) -> None:
         if self.result_sent:
             return
@@ -98,5 +102,15 @@ class EventWriter:
         # A baseline re-measure: {hardware, samples, workloads}, the medians the hub caches.
         if baseline is not None:
             event["baseline"] = baseline
+        # Decode: what the score was measured against, the interval with K's folded in, the run's
+        # prompt secret (organizers only; the hub strips it from the team's view), a calibration's pairs.
+        if scoring is not None:
+            event["scoring"] = scoring
+        if absoluteInterval is not None:
+            event["absoluteInterval"] = absoluteInterval
+        if promptNonce is not None:
+            event["promptNonce"] = promptNonce
+        if calibration is not None:
+            event["calibration"] = calibration
         self.emit(event)
         self.result_sent = True

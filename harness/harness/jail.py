@@ -53,7 +53,9 @@ ENGINE_FD = 3
 ENGINE_NO_ASLR = True
 
 GIB = 1 << 30
-ROLE_UID_OFFSET = {"baseline": 0, "candidate": 1, "training": 1}
+# The agent gives each slot four uids (DRYFT_JAIL_UID .. +3): the two trusted engines get their own,
+# so in a calibration run (baseline beside reference) neither can reach the other either.
+ROLE_UID_OFFSET = {"baseline": 0, "candidate": 1, "training": 1, "reference": 2}
 
 
 #: Told when an untrusted child starts or stops: __main__ forwards it to the agent as a "child"
@@ -246,7 +248,7 @@ def _uid_mapped(uid: int) -> bool:
 
 def limits_for(role: str, memory_limit: Optional[int]) -> JailLimits:
     base = _env_int("DRYFT_JAIL_UID", 61000)
-    uid = base + ROLE_UID_OFFSET.get(role, 2)
+    uid = base + ROLE_UID_OFFSET.get(role, 3)
     if uid <= 0:
         raise JailError(f"DRYFT_JAIL_UID={base} gives uid {uid}; the engine never runs as root")
     if os.geteuid() != 0 or not _uid_mapped(uid):
@@ -275,12 +277,33 @@ def engine_view(workdir: str, fd: int) -> tuple[str, int]:
     return os.path.abspath(workdir), fd
 
 
+#: The compile caches an untrusted child may fill (torch.compile's Inductor, Triton, the CUDA JIT,
+#: everything under XDG). A training run's allowance includes compilation, and on the H200 the same
+#: torch.compile'd model reached its first update in 28.6-32.0 s with an empty cache and in
+#: 13.0-15.2 s with a warm one (harness/GPU_RESULTS.md, "Compile caches"): so every run starts cold,
+#: in folders of its own, and no team's compiled artifacts are ever read by another's run. A
+#: cache variable set on the agent's host (a shared folder) is never passed on.
+COMPILE_CACHE_VARS = {
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+    "CUDA_CACHE_PATH": "nv",
+    "XDG_CACHE_HOME": "xdg",
+}
+
+
+def fresh_caches(root: str) -> dict:
+    """The compile-cache variables, each a folder of its own below root (made empty per run)."""
+    return {var: os.path.join(root, name) for var, name in COMPILE_CACHE_VARS.items()}
+
+
 def child_env(env: dict, home: str) -> dict:
     """The child's environment: the parent's, less the jail's settings; HOME is its own workspace
-    (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs), at the path it sees it."""
+    (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs), at the path it sees it;
+    the compile caches in its own fresh /tmp."""
     out = {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
     out["HOME"] = home
     out["TMPDIR"] = "/tmp"
+    out.update(fresh_caches("/tmp/dryft-caches"))
     return out
 
 
@@ -361,13 +384,15 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
 
 
 def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, memory_limit: Optional[int],
-          stdin=subprocess.DEVNULL, engine: bool = False) -> tuple[subprocess.Popen, Optional[JailLimits]]:
+          stdin=subprocess.DEVNULL, engine: bool = False,
+          cgroup: Optional[str] = None) -> tuple[subprocess.Popen, Optional[JailLimits]]:
     """Start an untrusted child: jailed when DRYFT_JAIL=1, else a plain subprocess. Either way in a
     new session (its own process group) with only pass_fds open beyond stdio. engine: a decode
     engine child, started alike with every other (engine_view; cmd names the workspace and
-    pass_fds[0] as engine_view gives them)."""
+    pass_fds[0] as engine_view gives them). cgroup: a cgroup v2 folder the child joins before it
+    runs anything (in_cgroup), so that nothing it forks is ever born outside it."""
     if not enabled():
-        proc = subprocess.Popen(cmd, cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
+        proc = subprocess.Popen(in_cgroup(cmd, cgroup), cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
                                 start_new_session=True, env=env)
         notify(role, "started")
         return proc, None
@@ -382,7 +407,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         engine_fd = pass_fds[0] if engine else None
         home = engine_view(cwd, 0)[0] if engine else os.path.abspath(cwd)
         proc = subprocess.Popen(
-            jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd),
+            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd), cgroup),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
             start_new_session=True, env=child_env(env, home),
         )
@@ -413,6 +438,17 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         raise JailError(f"The evaluator could not build the engine's sandbox: {why}")
     notify(role, "started")
     return proc, limits
+
+
+def in_cgroup(cmd: list[str], cgroup: Optional[str]) -> list[str]:
+    """cmd, started by a shell that first moves itself into the cgroup (writing 0 to cgroup.procs
+    moves the writer) and then execs cmd in the same process. Moving the child in after it started
+    raced with it: a child that forked at once (a double fork, say) had its fork born outside, where
+    the freezer could not hold it (CI saw 3 of 4 processes in the cgroup). Where the write fails the
+    child starts anyway and the freezer's adopt() moves it, or falls back to signals."""
+    if cgroup is None:
+        return cmd
+    return ["/bin/sh", "-c", 'echo 0 > "$1/cgroup.procs" 2>/dev/null; shift; exec "$@"', "sh", cgroup, *cmd]
 
 
 def family(root: int) -> list[int]:

@@ -9,6 +9,7 @@ never silently ignored. Standard library only.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, List
 
@@ -20,7 +21,7 @@ FAILURE_CODES = tuple(SCHEMA["$defs"]["FailureCode"]["enum"])
 _KEYWORDS = {
     "$schema", "$comment", "$defs", "$ref", "oneOf", "anyOf", "type", "const", "enum", "properties",
     "required", "additionalProperties", "propertyNames", "items", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum",
+    "exclusiveMinimum", "exclusiveMaximum", "pattern", "minItems",
 }
 
 
@@ -86,6 +87,10 @@ def _errors(value: Any, schema: dict, where: str) -> List[str]:
         out.append(f"{where}: {value!r} is not above {schema['exclusiveMinimum']}")
     if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
         out.append(f"{where}: {value!r} is not below {schema['exclusiveMaximum']}")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        out.append(f"{where}: {value!r} does not match {schema['pattern']}")
+    if "minItems" in schema and isinstance(value, list) and len(value) < schema["minItems"]:
+        out.append(f"{where}: {len(value)} item(s), at least {schema['minItems']} needed")
     if "items" in schema:
         for i, item in enumerate(value):
             out += _errors(item, schema["items"], f"{where}[{i}]")

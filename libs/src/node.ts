@@ -2,3 +2,5 @@
 export * from './tokens';
 export * from './archive/node';
 export * from './benchmarks/load';
+export * from './benchmarks/hidden-seeds';
+export * from './starters/tree';

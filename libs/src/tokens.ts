@@ -35,9 +35,19 @@ function checksum(prefix: string, body: string): string {
   return out;
 }
 
-export function generateToken(kind: TokenKind): string {
+/** The characters of a token's body that name the hub that made it (see {@link generateToken}). */
+export const HUB_TAG_LENGTH = 4;
+
+/**
+ * A new token. With `hubTag` (4 base62 characters, the hub's own), the body starts with it: the
+ * part token lists show (`tokenDisplayPrefix`), and how a hub tells a token made by another hub
+ * from one it does not know.
+ */
+export function generateToken(kind: TokenKind, hubTag?: string): string {
   const prefix = TOKEN_PREFIXES[kind];
-  let body = '';
+  if (hubTag !== undefined && !new RegExp(`^[0-9A-Za-z]{${HUB_TAG_LENGTH}}$`).test(hubTag))
+    throw new Error(`a hub tag is ${HUB_TAG_LENGTH} base62 characters (got ${JSON.stringify(hubTag)})`);
+  let body = hubTag ?? '';
   while (body.length < BODY_LENGTH) body += toBase62(randomBytes(48), BODY_LENGTH - body.length);
   return prefix + body + checksum(prefix, body);
 }
@@ -71,6 +81,12 @@ export function checkTokenFormat(token: string, expected?: TokenKind): TokenChec
   }
   const want = kinds.map((k) => TOKEN_PREFIXES[k]).join(' or ');
   return { ok: false, reason: 'malformed', message: `A token starts with ${want}; this value does not.` };
+}
+
+/** The hub tag a well-formed token carries (the first characters of its body). */
+export function tokenHubTag(token: string): string | null {
+  const kind = (Object.keys(TOKEN_PREFIXES) as TokenKind[]).find((k) => token.startsWith(TOKEN_PREFIXES[k]));
+  return kind ? token.slice(TOKEN_PREFIXES[kind].length, TOKEN_PREFIXES[kind].length + HUB_TAG_LENGTH) : null;
 }
 
 /** The part of a token that lists may show: prefix plus the first four characters of the body. */

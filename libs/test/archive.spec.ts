@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -158,6 +158,49 @@ describe('archive rules against hostile archives (property-based)', () => {
     );
   });
 
+  it(`checks at most ${ARCHIVE_LIMITS.pythonBytes} bytes of Python per archive: over it, refused before parsing`, async () => {
+    const line = 'value_0123 = [1, 2, 3] + [4, 5, 6]\n';
+    const python = (bytes: number) => Buffer.from(line.repeat(Math.floor(bytes / line.length)));
+    const half = ARCHIVE_LIMITS.pythonBytes / 2;
+    // Two files of just under half each: together under the bound, parsed and accepted.
+    const under = await validateArchive(
+      packFiles([
+        { name: 'engine.py', content: Buffer.from(ENGINE_PY) },
+        { name: 'a.py', content: python(half - 4096) },
+        { name: 'b.py', content: python(half - 4096) },
+      ]),
+    );
+    expect(under.ok).toBe(true);
+    // The same two a little larger pass it together (neither alone): refused fast, naming the largest.
+    const t0 = Date.now();
+    const over = await validateArchive(
+      packFiles([
+        { name: 'engine.py', content: Buffer.from(ENGINE_PY) },
+        { name: 'a.py', content: python(half + 4096) },
+        { name: 'b.py', content: python(half) },
+      ]),
+    );
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(over.ok).toBe(false);
+    expect(over.files).toEqual([]);
+    expect(over.problems).toEqual([
+      expect.objectContaining({
+        rule: 'python_syntax',
+        message: expect.stringMatching(
+          /^The \.py files add up to \d+ bytes; at most 4194304 bytes \(4 MiB\) of Python are checked per archive\. .*"a\.py"/,
+        ),
+      }),
+    ]);
+    // Non-Python files do not count toward it.
+    const data = await validateArchive(
+      packFiles([
+        { name: 'engine.py', content: Buffer.from(ENGINE_PY) },
+        { name: 'notes.txt', content: python(ARCHIVE_LIMITS.pythonBytes + 4096) },
+      ]),
+    );
+    expect(data.ok).toBe(true);
+  });
+
   it('stops a decompression bomb at the expanded limit', async () => {
     const bomb = gzipSync(
       Buffer.concat([rawEntry('engine.py', '0', Buffer.alloc(40 * 1024 * 1024, 0x61)), Buffer.alloc(1024)]),
@@ -287,5 +330,43 @@ describe('archive rules against hostile archives (property-based)', () => {
     expect(validateSingleFile('submission.py', Buffer.from('SUBMISSION = Submission(a, b)\n')).ok).toBe(true);
     expect(validateSingleFile('submission.py', Buffer.from([0xc3, 0x28])).problems[0].rule).toBe('text');
     expect(validateSingleFile('sub.py', Buffer.from('x')).problems[0].rule).toBe('filename');
+  });
+
+  it('refuses what the rules forbid and can be seen without running it: torch.load, the network, subprocess', () => {
+    const check = (src: string) =>
+      validateSingleFile(
+        'submission.py',
+        Buffer.from(`${src}\nSUBMISSION = Submission(a, b)\n`),
+      ).problems.filter((p) => p.rule === 'forbidden_uses');
+    const loads = check('import torch\nstate = torch.load("w.pt")');
+    expect(loads).toHaveLength(1);
+    expect(loads[0].message).toBe(
+      'submission.py, line 2, column 9: torch.load is not allowed: no hard-coded weights (trainable weights must use a random initialization and be updated during training)',
+    );
+    expect(check('from torch import nn, load as L')[0].message).toContain('torch.load is not allowed');
+    expect(check('import torch.hub')[0].message).toContain('torch.hub downloads weights');
+    expect(check('import os, socket')[0].message).toContain('socket is a network module');
+    expect(check('from urllib.request import urlopen')[0].message).toContain(
+      'urllib.request is a network module',
+    );
+    expect(check('import requests as r')).toHaveLength(1);
+    expect(check('def f():\n    import subprocess\n    return 1')[0].message).toMatch(
+      /line 2, column 12: subprocess starts other processes/,
+    );
+    expect(check('import os\nos.system("ls")')[0].message).toContain('os.system starts other processes');
+    expect(check('import os\nos.execvp("ls", [])')).toHaveLength(1);
+    // names in strings and comments, other modules' attributes and ordinary torch use pass
+    expect(
+      check('import torch\nx = "torch.load"  # torch.load\ny = self_obj.torch.load\nz = torch.zeros(3)'),
+    ).toEqual([]);
+    expect(check('import os\np = os.path.join("a", "b")\nfrom torch.nn import functional as F')).toEqual([]);
+    expect(check('from .socket import x')).toEqual([]);
+  });
+
+  it('passes the starters’ submission.py files', () => {
+    for (const starter of ['deep-recurrence', 'recurrence-cpu']) {
+      const src = readFileSync(path.join(__dirname, '../../starters', starter, 'submission.py'));
+      expect(validateSingleFile('submission.py', src).problems).toEqual([]);
+    }
   });
 });

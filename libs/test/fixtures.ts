@@ -1,4 +1,10 @@
-import { RunView, type HarnessSampleEvent, type LeaderboardEntry } from '../src';
+import {
+  RunView,
+  type HarnessSampleEvent,
+  type LeaderboardEntry,
+  type RunResultView,
+  type WorkloadSummary,
+} from '../src';
 
 export const RUN_ID = '11111111-1111-4111-8111-111111111111';
 export const TEAM_ID = '33333333-3333-4333-8333-333333333333';
@@ -77,5 +83,36 @@ export const sampleEvent = (over: Partial<HarnessSampleEvent> = {}): HarnessSamp
   tps: 1,
   totalMs: 1,
   tokens: 1,
+  ...over,
+});
+
+/** A run's result as GET /api/runs/:id/result answers it (a finished public decode run by default). */
+export const resultView = (over: Partial<RunResultView> & { run?: Partial<RunView> } = {}): RunResultView => {
+  const { run, ...rest } = over;
+  return {
+    run: runView({ status: 'succeeded', score: 100, ...run }),
+    score: 100,
+    interval: null,
+    pairs: null,
+    indicative: true,
+    workloads: [],
+    samples: [],
+    checks: [],
+    metrics: {},
+    detail: null,
+    complete: true,
+    ...rest,
+  };
+};
+
+export const workloadSummary = (over: Partial<WorkloadSummary> = {}): WorkloadSummary => ({
+  workload: 'short',
+  samples: 5,
+  tps: 1000,
+  ttftMs: 10,
+  tpotMs: 1,
+  totalMs: 100,
+  spreadPct: 2,
+  speedup: 1,
   ...over,
 });

@@ -85,4 +85,15 @@ describe('leaderboard diffs carry only what changed', () => {
     expect(applyLeaderboardDiff(before, 'v1', { ...d, places: [partial] })).toBeNull();
     expect(applyLeaderboardDiff(before, 'v1', { ...d, size: 20, places: [{ rank: 1, was: 99 }] })).toBeNull();
   });
+
+  it('sends the whole board when a final board was published (a field of the board itself changed, not a place)', () => {
+    const live = { ...before, board: 'live' as const, finalPublishedAt: null };
+    const published = {
+      ...live,
+      finalPublishedAt: '2026-11-30T12:05:00.000Z',
+      updatedAt: '2026-11-30T12:05:00.000Z',
+    };
+    expect(leaderboardDiff(live, 'v1', published, 'v2')).toBeNull();
+    expect(leaderboardDiff(published, 'v2', { ...published }, 'v2')).not.toBeNull();
+  });
 });

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from benchmark import ModelSpec, OptimizerBundle, OptimizerSpec, Submission, TokenLossBatch, assert_model_state
 
-CONFIG = dict(width=64, layers=1, batch=64, lr=1e-2)
+CONFIG = dict(width=64, layers=1, batch=64, lr=1e-2, eval_batch=1024)
 
 
 class RecurrentModel(nn.Module):
@@ -59,5 +59,5 @@ SUBMISSION = Submission(
     build_optimizer=build_optimizer,
     token_training_loss=token_training_loss,
     batch_size=CONFIG["batch"],
-    eval_batch_size=1024,
+    eval_batch_size=CONFIG["eval_batch"],
 )

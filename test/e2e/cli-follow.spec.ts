@@ -65,7 +65,7 @@ describe('logs --follow across a network drop', () => {
       follow
         .stdout()
         .split('\n')
-        .filter((l) => l.startsWith('scripted line')).length;
+        .filter((l) => l.startsWith('[out] scripted line')).length;
     await waitFor(() => count() >= 10, 20_000, 'the first lines');
     await proxy.cut();
     agent.release();
@@ -77,7 +77,10 @@ describe('logs --follow across a network drop', () => {
     await proxy.close();
 
     expect(done.code, done.stderr).toBe(0);
-    const printed = done.stdout.split('\n').filter((l) => l.startsWith('scripted line'));
+    const printed = done.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('[out] scripted line'))
+      .map((l) => l.slice('[out] '.length));
     expect(printed).toEqual(Array.from({ length: 80 }, (_, i) => `scripted line ${i + 1}`));
     expect(done.stderr).toContain('Live connection lost');
     expect(done.stderr).toMatch(/succeeded/);
@@ -113,7 +116,10 @@ describe('logs --follow across a network drop', () => {
     );
     await proxy.close();
     expect(r.code, r.stderr).toBe(0);
-    const printed = r.stdout.split('\n').filter((l) => l.startsWith('scripted line'));
+    const printed = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('[out] scripted line'))
+      .map((l) => l.slice('[out] '.length));
     expect(printed).toEqual(Array.from({ length: 80 }, (_, i) => `scripted line ${i + 1}`));
   }, 90_000);
 });

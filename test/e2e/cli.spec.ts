@@ -61,7 +61,8 @@ describe('doctor and login', () => {
   });
 
   it('a refused token: exit 3 and the troubleshooting advice, never the token', async () => {
-    const unknown = generateToken('pat'); // well-formed, but no team ever created it
+    // well-formed and of this hub (its tag: the first characters of the body), but no team ever created it
+    const unknown = generateToken('pat', token.slice('dryft_pat_'.length, 'dryft_pat_'.length + 4));
     const r = await runCli(['runs'], { ...env, DRYFT_TOKEN: unknown });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('DRYFT_TOKEN is set in the same terminal');
@@ -71,6 +72,11 @@ describe('doctor and login', () => {
     const d = await runCli(['doctor'], { ...env, DRYFT_TOKEN: unknown });
     expect(d.code).toBe(3);
     expect(d.stdout).toMatch(/FAIL token valid/);
+    // a token made by another hub is said to be that, with the hub this CLI talked to
+    const foreign = await runCli(['runs'], { ...env, DRYFT_TOKEN: generateToken('pat', 'ZZZZ') });
+    expect(foreign.code).toBe(3);
+    expect(foreign.stderr).toContain('This token belongs to another hub (it starts dryft_pat_ZZZZ…');
+    expect(foreign.stderr).toContain(`This command talked to ${hub.url}`);
   });
 
   it('no token: exit 3 with how to get one', async () => {

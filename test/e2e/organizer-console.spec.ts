@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -68,6 +68,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
     await page.getByTestId('dev-login').fill(login);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByTestId('account-menu').waitFor();
+    await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
   }
 
   const shot = (page: Page, name: string) =>
@@ -275,6 +276,55 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   );
 
   it(
+    'the console shows a scheduled close when it happens; lifting a ban without a reason says so beside it',
+    { timeout: 120_000 },
+    async () => {
+      const api = await signInApi(hub, ORGANIZER);
+      const org = await browser('schedule-fires');
+      const dialogs: string[] = [];
+      org.on('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await signIn(org, ORGANIZER);
+      await org.goto('/admin');
+      const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
+      const toggle = card.getByLabel('Submissions open');
+      expect(await toggle.isChecked()).toBe(true);
+      const at = new Date(Date.now() + 3_000).toISOString();
+      const scheduled = await api.post('/api/admin/benchmarks/toy-decode/schedule', {
+        action: 'close',
+        target: 'submissions',
+        at,
+        reason: 'e2e: a close that fires',
+      });
+      expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(201);
+      // no reload: the switch follows the scheduled close
+      await expect.poll(() => toggle.isChecked(), { timeout: 40_000 }).toBe(false);
+      expect((await api.patch('/api/admin/benchmarks/toy-decode', { submissionsOpen: true })).status).toBe(
+        200,
+      );
+      await expect.poll(() => toggle.isChecked(), { timeout: 10_000 }).toBe(true);
+
+      const ban = await api.post('/api/admin/bans', {
+        user: 'ann-e2e',
+        benchmarkId: 'qwen3-4b-decode',
+        reason: 'e2e lift',
+      });
+      expect(ban.status, JSON.stringify(ban.body)).toBe(201);
+      await org.goto('/admin/bans');
+      const row = org.locator('tr').filter({ hasText: 'e2e lift' });
+      await row.getByTestId('lift-ban').click();
+      await row.getByTestId('lift-error').getByText('Say why you lift the ban').waitFor();
+      expect(dialogs).toEqual([]);
+      await row.getByLabel('Why lift').fill('e2e: done');
+      await row.getByTestId('lift-ban').click();
+      await row.getByText('lifted by').waitFor();
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
     'queues a baseline re-measure from the console and shows its status until it writes the cache',
     { timeout: 120_000 },
     async () => {
@@ -323,8 +373,116 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
       });
       // The open console polls while one is under way: it turns succeeded and the cache lists cpu.
       await row.getByText('succeeded').waitFor({ timeout: 15_000 });
-      await admin.locator('summary').getByText('cpu').waitFor();
+      await admin.locator('summary').getByText('cpu').first().waitFor();
+
+      // A calibration of K from the same card: queued, then its pairs shown as the key's K.
+      await admin.getByTestId('calibration-none').waitFor();
+      const form = admin.getByTestId('calibrate-form');
+      await form.getByLabel('budget s/part').fill('60');
+      await admin.getByLabel('Why calibrate').fill('first K for the CPU key');
+      await admin.getByRole('button', { name: 'Calibrate K' }).click();
+      await admin.getByText('Calibration queued (1 run)').waitFor();
+      const cal = (await api.get('/api/admin/benchmarks/toy-decode/baselines')).body.remeasures.find(
+        (r: { mode: string }) => r.mode === 'calibration',
+      );
+      expect(cal).toMatchObject({ status: 'queued', part: 1, calibrate: { budgetSeconds: 60 } });
+      await agent.claim(cal.runId);
+      await agent.finish(cal.runId, {
+        status: 'succeeded',
+        message: 'Calibrated',
+        calibration: {
+          hardware: 'cpu',
+          pairs: 6,
+          seconds: 48,
+          halfWidthPct: 1.5,
+          workloads: Object.fromEntries(
+            ['short', 'long', 'h-wide', 'h-deep'].map((w) => [w, { ratios: [2, 2.02, 1.98, 2.01, 1.99, 2] }]),
+          ),
+        },
+      });
+      const k = admin.getByTestId('calibration-row');
+      await k.waitFor({ timeout: 15_000 });
+      expect(await k.textContent()).toMatch(/cpu\s*v1\s*.*short 2\.000.*±\d\.\d+ %\s*6\s*1\s*0\.8/);
       await shot(org, 'organizer-08-baselines-admin');
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
+    "reads a team's submitted code in the browser, highlighted and read only, downloads it, and finds both in the audit log",
+    { timeout: 120_000 },
+    async () => {
+      const submissionId = (await ann.get(`/api/runs/${runs.ann}`)).body.submissionId as string;
+      const org = await browser('code');
+      await signIn(org, ORGANIZER);
+      await org.goto('/admin/runs');
+      await org.locator(`a[href="/submissions/${submissionId}/code"]`).first().click();
+      await org.getByTestId('code-title').waitFor();
+      expect(await org.getByTestId('code-title').textContent()).toContain('ann #1');
+      await org.getByTestId('code-audited').waitFor();
+      expect(await org.getByTestId('code-path').textContent()).toBe('engine.py');
+      const source = org.getByTestId('code-source');
+      expect(await source.textContent()).toContain('class Engine');
+      // highlighted: keywords and the class's name are tokens of their own
+      expect(await source.locator('.tok-keyword', { hasText: /^class$/ }).count()).toBeGreaterThan(0);
+      expect(await source.locator('.tok-name', { hasText: /^Engine$/ }).count()).toBeGreaterThan(0);
+      await shot(org, 'organizer-09-submission-code');
+      const [download] = await Promise.all([
+        org.waitForEvent('download'),
+        org.getByTestId('code-download').click(),
+      ]);
+      expect(download.suggestedFilename()).toBe('ann-1.tar.gz');
+      const saved = await download.path();
+      expect(readFileSync(saved!).equals(await toyStarter())).toBe(true);
+
+      await org.goto('/admin/audit');
+      await org.locator('td', { hasText: 'submission.download' }).first().waitFor();
+      const entries = (
+        await hub.http.get(`/api/admin/audit?target=${submissionId}`).set('Cookie', await orgCookie())
+      ).body.items.map((e: { action: string; actor: { login: string } }) => [e.action, e.actor.login]);
+      expect(entries).toEqual([
+        ['submission.download', ORGANIZER],
+        ['submission.view_code', ORGANIZER],
+      ]);
+      expect(pageErrors).toEqual([]);
+    },
+  );
+
+  it(
+    'refunds a run and grants extra runs from All runs; the team sees both in its quota',
+    { timeout: 120_000 },
+    async () => {
+      const org = await browser('quota');
+      await signIn(org, ORGANIZER);
+      await org.goto('/admin/runs');
+      const row = org.locator('tr', { has: org.locator(`a[href="/runs/${runs.ann}"]`) });
+      await row.getByTestId('admin-run-refund').click();
+      await org.locator('#q-reason').fill('the agent lost half the run');
+      await org.getByTestId('quota-submit').click();
+      await org.getByTestId('quota-done').waitFor();
+      await row.getByTestId('admin-run-refunded').waitFor();
+      await row.getByTestId('admin-run-grant').click();
+      await org.locator('#q-bucket').selectOption('public');
+      await org.locator('#q-extra').fill('2');
+      await org.locator('#q-reason').fill('two more public runs for the demo');
+      await org.getByTestId('quota-submit').click();
+      await org
+        .getByTestId('quota-done')
+        .filter({ hasText: 'Granted 2 extra public runs of toy-decode today to Fast Decoders' })
+        .waitFor();
+      await shot(org, 'organizer-10-quota-grant');
+
+      const quota = (await ann.get('/api/quota?benchmark=toy-decode')).body as {
+        bucket: string;
+        granted: number;
+        refunded: number;
+      }[];
+      expect(quota.find((q) => q.bucket === 'public')).toMatchObject({ granted: 2 });
+      expect(quota.find((q) => q.bucket === 'official')).toMatchObject({ refunded: 1 });
+      const audit = (await hub.http.get('/api/admin/audit').set('Cookie', await orgCookie())).body.items.map(
+        (e: { action: string }) => e.action,
+      );
+      expect(audit.slice(0, 2)).toEqual(['quota.grant', 'run.refund']);
       expect(pageErrors).toEqual([]);
     },
   );

@@ -25,7 +25,7 @@ import { startTestHub, TestHub, ROOT } from '../support/hub';
  * refuses without Node.js. Needs the bundle (`npm run build`, or `node scripts/bundle-cli.mjs`).
  */
 const BUNDLE = path.join(ROOT, 'apps/cli/dist/dryft.cjs');
-const SCRIPT = path.join(ROOT, 'starters/toy-decode/install-dryft.sh');
+const SCRIPT = path.join(ROOT, 'starters/_shared/install-dryft.sh'); // every starter's (laid over it when built)
 
 function run(
   cmd: string,

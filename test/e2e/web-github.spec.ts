@@ -183,6 +183,7 @@ async function journey(page: Page): Promise<void> {
   await page.getByTestId('dev-login').fill('octo-e2e');
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByTestId('account-menu').waitFor();
+  await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
   await page.getByRole('link', { name: 'Team', exact: true }).click();
   await page.getByTestId('create-team-name').fill('Octo Decoders');
   await page.getByRole('button', { name: 'Create team' }).click();
@@ -322,6 +323,7 @@ async function journey(page: Page): Promise<void> {
   await member.getByTestId('dev-login').fill('octo-member');
   await member.getByRole('button', { name: 'Sign in', exact: true }).click();
   await member.getByTestId('account-menu').waitFor();
+  await member.waitForURL((u) => !u.pathname.startsWith('/signin'));
   await member.goto('/team');
   await member.getByTestId('join-code').fill(inviteCode);
   await member.getByRole('button', { name: 'Join team' }).click();

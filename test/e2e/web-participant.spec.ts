@@ -307,8 +307,13 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
     });
     await expect
       .poll(async () => (await page.getByTestId('run-status').textContent())!.trim(), { timeout: 20_000 })
-      .toMatch(/^failed/);
+      .toBe('stopped · whole-run limit');
     const failure = page.getByTestId('failure');
+    // the seed: a run over the whole-run limit is stopped with an explanation, not "failed · timeout"
+    expect(await failure.getByTestId('failure-title').textContent()).toContain(
+      'Stopped at the whole-run time limit',
+    );
+    await failure.getByText('The organizer’s whole-run time limit (2 min for this run) stopped it').waitFor();
     await failure.getByText('The whole-run time limit in force was 120 s.').waitFor();
     await failure.getByText('File "engine.py", line 41').waitFor();
     expect(await page.getByTestId('run-limit').textContent()).toContain('2 min for this run');
@@ -458,6 +463,42 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
     await page.getByText('Practice runs never change the leaderboard.').waitFor();
     await page.getByTestId('samples-table').getByText('accuracy 63.12%').waitFor();
     expect(await page.getByTestId('samples-table').innerText()).toContain('updates 480.0');
+    // a training run's samples have no decode columns
+    expect(await page.getByTestId('samples-table').locator('th').allTextContents()).toEqual([
+      'Workload',
+      '#',
+      'Total',
+      'Metrics',
+    ]);
+
+    // the CPU practice benchmark has no ranked tier: nothing names one, the tier is said once, the
+    // CLI hint carries the --dataset the CLI requires
+    const cpu = await owner.upload(
+      '/api/submissions',
+      { benchmark: 'recurrence-cpu' },
+      { name: 'submission.py', content: Buffer.from('SUBMISSION = None\n') },
+    );
+    expect(cpu.status, JSON.stringify(cpu.body)).toBe(201);
+    await page.goto(`/submissions/${cpu.body.submission.id}`);
+    expect((await page.getByTestId('ranking-sentence').textContent())!.trim()).toBe(
+      'Practice runs (Practice (CPU)) train on a practice dataset, for feedback; they never change the leaderboard. This benchmark has no ranked tier: none of its runs ranks.',
+    );
+    expect((await page.getByTestId('cli-run-hint').textContent())!.trim()).toBe(
+      `dryft run ${cpu.body.submission.id} --tier practice --dataset square`,
+    );
+    const cpuRun = await owner
+      .post(`/api/submissions/${cpu.body.submission.id}/runs`, {
+        mode: 'public',
+        tier: 'practice',
+        dataset: 'square',
+      })
+      .set('Idempotency-Key', `e2e-cpu-${Date.now()}`);
+    expect(cpuRun.status, JSON.stringify(cpuRun.body)).toBe(201);
+    await page.goto(`/runs/${cpuRun.body.run.id}`);
+    expect((await page.getByTestId('mode-badge').textContent())!.trim()).toBe('Practice');
+    await page.goto('/submissions?benchmark=recurrence-cpu');
+    await page.getByText('open a submission and start a practice run.').waitFor();
+    expect(await page.getByText('Hard').count()).toBe(0);
 
     await page.goto('/no-such-page');
     await page.getByTestId('error-page').getByText('Page not found').waitFor();

@@ -170,6 +170,7 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
   await shot(page, '02-sign-in');
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByTestId('account-menu').waitFor();
+  await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
 
   // Team: create one; the invite code is shown to the owner.
   await page.getByRole('link', { name: 'Team', exact: true }).click();
@@ -268,7 +269,8 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
     .poll(async () => (await page.getByTestId('run-rank').textContent()) ?? '', { timeout: 20_000 })
     .toContain('#1');
   // An official score is shown with the half-width of its 95 % interval and the pairs behind it.
-  expect(await page.getByTestId('run-score-halfwidth').textContent()).toMatch(/± \d/);
+  // (± its half-width, or +up −down where the interval is not symmetric around the score)
+  expect(await page.getByTestId('run-score-halfwidth').textContent()).toMatch(/± \d|\+\d+\.\d −\d/);
   expect(await page.getByTestId('run-score-interval').textContent()).toMatch(/95 % interval .* pairs/);
   await shot(page, '10-run-official');
 

@@ -197,4 +197,41 @@ describe('embedded Postgres: crash recovery and who can reach it', () => {
     expect(api!.child.exitCode).toBeNull();
     expect(JSON.stringify((await owner.get('/api/teams')).body)).toContain('Crash team');
   });
+
+  it('retries a restart that fails before Postgres is ready, with backoff, until it comes back', async () => {
+    if (!api) await boot();
+    const owner = await HttpUser.signIn(api!.url, 'retry-owner');
+    const conf = path.join(databaseDir(), 'postgresql.conf');
+    const original = readFileSync(conf, 'utf8');
+    const before = postmaster()!;
+    // The restart will fail before Postgres is ready (as a killed-again or a "shared memory block is
+    // still in use" start does): a configuration it refuses, put back a few seconds later.
+    appendFileSync(conf, `\nshared_buffers = 'a lot'\n`);
+    const outputBefore = api!.output().length;
+    try {
+      process.kill(before.pid, 'SIGKILL');
+      await until(
+        'the first restart failing',
+        () => /Embedded Postgres stopped while starting/.test(api!.output().slice(outputBefore)) || null,
+        30_000,
+      );
+      expect((await owner.get('/api/teams')).status).toBe(503);
+    } finally {
+      writeFileSync(conf, original);
+    }
+    const fixedAt = Date.now();
+    await until(
+      'Postgres back after a failed restart',
+      async () =>
+        ((await owner.get('/api/teams')).status === 200 && postmaster()?.pid !== before.pid) || null,
+      60_000,
+    );
+    console.log(
+      `[fault] embedded Postgres restart failed once: serving again ${Date.now() - fixedAt} ms after the fix`,
+    );
+    const said = api!.output().slice(outputBefore);
+    expect(said).toMatch(/Embedded Postgres could not be started again; starting it again in \d+ s/);
+    expect(said).toMatch(/Embedded Postgres is back/);
+    expect(api!.child.exitCode).toBeNull();
+  });
 });

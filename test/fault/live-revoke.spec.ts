@@ -105,8 +105,8 @@ describe('fault: a token revoked under a 20,000-line live stream', () => {
       follow
         .stdout()
         .split('\n')
-        .filter((l) => l.startsWith('steady line'))
-        .map((l) => Number(l.slice('steady line '.length)));
+        .filter((l) => l.startsWith('[out] steady line'))
+        .map((l) => Number(l.slice('[out] steady line '.length)));
     await until('the CLI printing', () => printed().length >= 2_000 || null, 60_000);
 
     const t0 = Date.now();

@@ -106,6 +106,116 @@ describe('bad input: 400 at the edge, never 500', () => {
   });
 });
 
+describe('NUL characters and body-parser refusals: 4xx naming what to change, never 500', () => {
+  let hub: TestHub;
+  let owner: HttpUser;
+  let org: HttpUser;
+  let teamId: string;
+  let runId: string;
+
+  beforeAll(async () => {
+    hub = await startTestHub({ env: { ADMIN_LOGINS: 'nul-org' } });
+    owner = await HttpUser.signIn(hub.baseUrl, 'nul-owner');
+    teamId = (await owner.createTeam()).id;
+    runId = (await owner.startRun(await owner.upload(await toyStarter()))).id;
+    org = await HttpUser.signIn(hub.baseUrl, 'nul-org');
+  });
+  afterAll(async () => hub?.close());
+
+  const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+  // Postgres stores no NUL in text ("invalid byte sequence for encoding UTF8: 0x00"): each stored
+  // text field refuses it at the edge, naming the field.
+  it.each([
+    ['team name', () => owner.post('/api/teams', { name: 'Nul\u0000Team' }), 'name'],
+    ['token name', () => owner.post(`/api/teams/${teamId}/tokens`, { name: 'ci\u0000' }), 'name'],
+    ['agent name', () => org.post('/api/admin/agents', { name: 'box\u0000' }), 'name'],
+    ['cancel reason', () => owner.post(`/api/runs/${runId}/cancel`, { reason: 'stop\u0000' }), 'reason'],
+    [
+      'ban reason',
+      () => org.post('/api/admin/bans', { user: 'nul-owner', reason: 'spam\u0000 spam' }),
+      'reason',
+    ],
+    [
+      'announcement',
+      () => org.req('PATCH', '/api/admin/benchmarks/toy-decode', { announcement: 'hello\u0000' }),
+      'announcement',
+    ],
+    [
+      'round name',
+      () =>
+        org.req('PUT', '/api/admin/benchmarks/toy-decode/round', {
+          name: 'Round\u00001',
+          startsAt: new Date().toISOString(),
+          endsAt: inAnHour(),
+        }),
+      'name',
+    ],
+    [
+      'schedule reason',
+      () =>
+        org.post('/api/admin/benchmarks/toy-decode/schedule', {
+          action: 'open',
+          at: inAnHour(),
+          reason: 'later\u0000',
+        }),
+      'reason',
+    ],
+  ])('a NUL in the %s answers 400 naming the field', async (_what, send, field) => {
+    const res = await send();
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.message).toContain(`${field}: `);
+    expect(res.body.error.message).toMatch(/NUL character/);
+  });
+
+  it('nothing with a NUL was stored, and the same requests without it succeed', async () => {
+    expect((await owner.post(`/api/teams/${teamId}/tokens`, { name: 'ci' })).status).toBe(201);
+    expect((await org.post('/api/admin/agents', { name: 'nul-box' })).status).toBe(201);
+    const tokens = await owner.get(`/api/teams/${teamId}/tokens`);
+    expect(JSON.stringify(tokens.body)).not.toContain('\\u0000');
+  });
+
+  const raw = (headers: Record<string, string>, body: Buffer | string) =>
+    fetch(`${hub.baseUrl}/api/teams`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf, ...headers },
+      body,
+    }).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as { error: { code: string; message: string } },
+    }));
+
+  it('a form body nested too deep answers 400 saying so', async () => {
+    const key = 'name' + '[a]'.repeat(40);
+    const res = await raw({ 'content-type': 'application/x-www-form-urlencoded' }, `${key}=x`);
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error.code).toBe('invalid_body');
+    expect(res.body.error.message).toMatch(/nested/);
+  });
+
+  it('an unsupported charset answers 415 naming it', async () => {
+    const res = await raw({ 'content-type': 'application/json; charset=ebcdic' }, '{"name":"x"}');
+    expect(res.status, JSON.stringify(res.body)).toBe(415);
+    expect(res.body.error.code).toBe('unsupported_charset');
+    expect(res.body.error.message).toMatch(/EBCDIC/);
+    expect(res.body.error.message).toMatch(/UTF-8/);
+  });
+
+  it('a body labelled gzip that is not gzip answers 400; an unknown Content-Encoding 415', async () => {
+    const res = await raw(
+      { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      '{"name":"not gzip at all"}',
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error.code).toBe('invalid_body');
+    expect(res.body.error.message).toMatch(/gzip/);
+    const unknown = await raw({ 'content-type': 'application/json', 'content-encoding': 'lzma' }, '{}');
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(415);
+    expect(unknown.body.error.code).toBe('unsupported_encoding');
+    expect(unknown.body.error.message).toMatch(/lzma/);
+  });
+});
+
 describe('/agents: a message the server will never accept gets a final refusal', () => {
   let hub: TestHub;
   let socket: Socket;

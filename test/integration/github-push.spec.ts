@@ -13,6 +13,7 @@ import {
   starterRepoFiles,
 } from '../support/github-app';
 import type { StandinRepo } from '../support/github-app-standin';
+import { busyCheckers } from '../support/busy-checkers';
 import { GithubStandin, startGithubStandin } from '../support/github-standin';
 import { startTestHub, TestHub } from '../support/hub';
 import { ownerWithTeam, signIn, TestUser } from '../support/users';
@@ -55,7 +56,9 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
     standin = await startGithubStandin();
     const keys = appKeys();
     standin.app.configure({ appId: APP_ID, publicKey: keys.publicKey });
-    hub = await startTestHub({ env: githubAppEnv(standin, keys.privateKeyPem) });
+    hub = await startTestHub({
+      env: { ...githubAppEnv(standin, keys.privateKeyPem), GITHUB_CHECKER_BUSY_RETRIES: '2' },
+    });
     ({ owner, team } = await ownerWithTeam(hub, 'push-owner', 'Push Team'));
     member = await signIn(hub, 'push-member');
     expect((await member.post('/api/teams/join', { code: team.inviteCode })).status).toBe(200);
@@ -271,6 +274,76 @@ describe('GitHub App: run on push, Run now and Check delivery', () => {
       duplicate: true,
       status: 'succeeded',
     });
+    expect((await runsOf()).length).toBe(before + 1);
+  });
+
+  it('a push whose upload finds every checker busy is queued again with backoff and starts exactly one run once they are free', async () => {
+    const before = (await runsOf()).length;
+    const { sha, payload } = push();
+    const id = randomUUID();
+    const busy = busyCheckers(hub, 2); // the first try and the first retry are refused (Retry-After 1 s)
+    try {
+      expect((await deliver(hub, 'push', payload, { id })).status).toBe(202);
+      // While it waits: queued again (not failed), saying why and when it tries next.
+      let waiting: { status: string; failureCode: string | null; reason: string | null } | undefined;
+      for (let i = 0; i < 100 && !waiting; i++) {
+        const list = await owner.get(`/api/teams/${team.id}/repositories/${connId}/deliveries?limit=100`);
+        const d = list.body.items.find((x: { githubDeliveryId: string }) => x.githubDeliveryId === id);
+        if (d?.status === 'queued' && d.failureCode === 'checker_busy') waiting = d;
+        else await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(waiting).toMatchObject({ status: 'queued', failureCode: 'checker_busy' });
+      expect(waiting!.reason).toMatch(
+        /^Every upload checker of this hub was busy, so nothing was stored yet; trying again automatically at \d\d:\d\d:\d\d UTC \(in [12] s; retry [12] of 2\)\.$/,
+      );
+      // GitHub's own Redeliver meanwhile changes nothing: the queued delivery keeps its one job.
+      expect((await deliver(hub, 'push', payload, { id })).body).toMatchObject({
+        duplicate: true,
+        status: 'queued',
+      });
+      const d = await settled(owner, team.id, connId, id, 30_000);
+      expect(d).toMatchObject({ status: 'succeeded', commitSha: sha, attempts: 3, failureCode: null });
+      expect(busy.refused()).toBe(2);
+      const runs = await runsOf();
+      expect(runs.length).toBe(before + 1);
+      expect(runs.filter((r) => r.id === d.runId)).toHaveLength(1);
+      expect(runs.filter((r) => r.submissionId === d.submissionId)).toHaveLength(1);
+    } finally {
+      busy.restore();
+    }
+  });
+
+  it('checkers busy past every retry: the delivery fails saying so, nothing is stored, and a redelivery starts one run', async () => {
+    const before = (await runsOf()).length;
+    const submissionsBefore = (await owner.get('/api/submissions?limit=100')).body.items.length;
+    const { payload } = push();
+    const id = randomUUID();
+    const busy = busyCheckers(hub, 1000);
+    const d = await (async () => {
+      try {
+        await deliver(hub, 'push', payload, { id });
+        return await settled(owner, team.id, connId, id, 30_000);
+      } finally {
+        busy.restore();
+      }
+    })();
+    expect(busy.refused()).toBe(3); // the first try and GITHUB_CHECKER_BUSY_RETRIES=2 retries
+    expect(d).toMatchObject({
+      status: 'failed',
+      failureCode: 'checker_busy',
+      attempts: 3,
+      redeliverable: true,
+    });
+    expect(d.reason).toMatch(
+      /nothing was stored.* Gave up after 2 automatic retries while the hub's upload checkers stayed busy: redeliver it once the hub is less busy\.$/,
+    );
+    expect((await runsOf()).length).toBe(before);
+    expect((await owner.get('/api/submissions?limit=100')).body.items.length).toBe(submissionsBefore);
+    const again = await owner.post(
+      `/api/teams/${team.id}/repositories/${connId}/deliveries/${d.id}/redeliver`,
+    );
+    expect(again.status).toBe(202);
+    expect(await settled(owner, team.id, connId, id)).toMatchObject({ status: 'succeeded', attempts: 4 });
     expect((await runsOf()).length).toBe(before + 1);
   });
 

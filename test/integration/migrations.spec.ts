@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../apps/api/src/database/migrations';
-import { chunkLines } from '../../apps/api/src/runs/log-chunk';
+import { chunkLines } from '../../apps/api/src/runs/run-log';
 import { migratedDatabases } from '../support/db';
 
 describe('migrations', () => {
@@ -27,7 +27,8 @@ describe('migrations', () => {
 
   it('move log lines stored as rows into chunks in seq order, and back', async () => {
     const ds = await openDatabase();
-    await ds.undoLastMigration(); // LogChunks: back to a row per line
+    // Back to before LogChunks (a row per line), undoing any migration that came after it too.
+    while (!(await ds.query("SELECT to_regclass('run_logs') AS t"))[0].t) await ds.undoLastMigration();
     const [a, b] = ['0b7c1d3e-1111-4222-8333-444455556666', '0b7c1d3e-1111-4222-8333-777788889999'];
     const texts = ['tab\there, "quotes", \\ and \\N', 'new\nline', 'ünïcödé 中文 🚀', ''];
     const rows = [
@@ -63,7 +64,7 @@ describe('migrations', () => {
     expect(linesOf(b)).toEqual(
       texts.map((text, i) => ({ seq: 10 + i * 3, ts: 7, stream: i % 2 ? 'harness' : 'system', text })),
     );
-    await ds.undoLastMigration();
+    while (!(await ds.query("SELECT to_regclass('run_logs') AS t"))[0].t) await ds.undoLastMigration();
     const back: unknown[][] = (
       await ds.query(
         'SELECT run_id, seq, ts::float8 AS ts, stream, text FROM run_logs ORDER BY run_id, seq DESC',

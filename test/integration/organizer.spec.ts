@@ -342,4 +342,32 @@ describe("the organizer's console: disqualification, every run, export", () => {
     ]);
     spectator.close();
   });
+  it('escapes formulas in the CSV export: a team named =1+1 is text in a spreadsheet; the JSON keeps the name as it is', async () => {
+    const names = ['=1+1', '+SUM(A1)', '-2+3', '@cmd'];
+    for (const [i, name] of names.entries()) {
+      const { owner } = await ownerWithTeam(hub, `org-formula-${i}`, name);
+      await official(owner, `formula${i}`, 10 + i);
+    }
+    const csv = await organizer.get('/api/admin/benchmarks/toy-decode/export?what=results&format=csv');
+    expect(csv.status).toBe(200);
+    const lines = csv.text.trimEnd().split('\r\n');
+    const header = lines[0].split(',');
+    const teamCol = header.indexOf('team');
+    const scoreCol = header.indexOf('score');
+    for (const [i, name] of names.entries()) {
+      const line = lines.find((l) => l.includes(runs[`formula${i}`]));
+      expect(line, `the CSV line of ${JSON.stringify(name)}`).toBeDefined();
+      const cells = line!.split(',');
+      expect(cells[teamCol]).toBe(`'${name}`);
+      expect(cells[scoreCol]).toBe(String(10 + i));
+    }
+    // A plain team's name is untouched.
+    expect(lines.find((l) => l.includes(subs.bob1))!.split(',')[teamCol]).toBe('Bobcats');
+
+    const json = await organizer.get('/api/admin/benchmarks/toy-decode/export?what=results&format=json');
+    const byName = new Map(
+      (json.body.rows as { team: string; score: number }[]).map((r) => [r.team, r.score] as const),
+    );
+    for (const [i, name] of names.entries()) expect(byName.get(name)).toBe(10 + i);
+  });
 });

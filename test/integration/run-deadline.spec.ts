@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunView } from '@dryft/libs';
+import { EventBus } from '../../apps/api/src/common/event-bus';
+import { RunPoliciesService } from '../../apps/api/src/runs/run-policies.service';
 import { toyStarter } from '../support/archives';
 import { startTestHub, TestHub } from '../support/hub';
 import { TestAgent } from '../support/test-agent';
@@ -87,5 +90,49 @@ describe('the whole-run time limit, enforced by the server', () => {
       message: 'generate took too long',
     });
     expect((await owner.get(`/api/runs/${early.id}`)).body.message).toBe('generate took too long');
+  });
+  it('every stored change raises the run revision, so a read from before a new limit loses to its live status', async () => {
+    // The CI failure this answers: the run page read its run (REST) between two changes and the
+    // answer arrived after the live status of the second; the page showed a deadline that never was.
+    const sub = (
+      await owner.upload(
+        '/api/submissions',
+        { benchmark: 'toy-decode' },
+        { name: 'revision.tar.gz', content: await toyStarter() },
+      )
+    ).body.submission.id;
+    const created: RunView = (await owner.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
+    const read = async (): Promise<RunView> => (await owner.get(`/api/runs/${created.id}`)).body;
+    const agent = new TestAgent(hub, 'revision-agent');
+    await agent.claim(created.id);
+    const assigned = await read();
+    await agent.log(created.id, 'first line');
+    const running = await read();
+    expect(running.status).toBe('running');
+    expect(running.revision).toBeGreaterThan(assigned.revision);
+    expect(assigned.revision).toBeGreaterThan(created.revision);
+    // A raw statement counts as well as the hub's own: the trigger is in the database.
+    await hub.dataSource.query(`UPDATE runs SET assigned_at = now() - interval '180 seconds' WHERE id = $1`, [
+      created.id,
+    ]);
+    const stale = await read();
+    expect(stale.revision).toBeGreaterThan(running.revision);
+    const announced: RunView[] = [];
+    const off = hub.app.get(EventBus).on('run.status', ({ run }) => {
+      if (run.id === created.id) announced.push(run);
+    });
+    try {
+      await hub.app.get(RunPoliciesService).applyRunTimeLimit('toy-decode', 120);
+    } finally {
+      off();
+    }
+    expect(announced).toHaveLength(1);
+    const [now] = announced;
+    expect(Date.parse(now.deadlineAt!) - Date.parse(now.assignedAt!)).toBe(120_000);
+    expect(Date.parse(stale.deadlineAt!) - Date.parse(stale.assignedAt!)).toBeGreaterThan(400_000);
+    // What a client keeps (apps/web RunState): the higher revision, whichever arrived last.
+    expect(now.revision).toBeGreaterThan(stale.revision);
+    expect((await read()).revision).toBe(now.revision);
+    await hub.app.get(RunPoliciesService).applyRunTimeLimit('toy-decode', 300);
   });
 });

@@ -65,10 +65,14 @@ describe.skipIf(!reachable)('run lines across replicas: only to replicas that wa
     expect(await listeners(runId)).toBe(1);
     expect(remoteB.received).toEqual({ batches: 0, lines: 0, markers: 0 });
     expect(remoteB.watching).not.toContain(runId);
-    // Heard by no other replica (A's own subscription does not count): after the first batch, A
-    // sends only markers of the seq stored up to, not the lines.
+    // Heard by no other replica (A's own subscription does not count): once the reply to its first
+    // PUBLISH says so, A sends only markers of the seq stored up to, not the lines. The reply comes
+    // back asynchronously, so on a busy box the next batch may already have gone out as lines (CI:
+    // 2 and 18); every batch after that is a marker.
     const remoteA = a.app.get(RemoteRunLines) as RedisRunLines;
-    expect(remoteA.sent).toEqual({ batches: 1, markers: 19 });
+    expect(remoteA.sent.batches + remoteA.sent.markers).toBe(20);
+    expect(remoteA.sent.batches).toBeGreaterThanOrEqual(1);
+    expect(remoteA.sent.batches).toBeLessThanOrEqual(3);
 
     // (2) A watcher joins B while A keeps storing.
     let streaming = true;

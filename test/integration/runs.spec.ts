@@ -41,7 +41,8 @@ describe('runs, results and leaderboards through the REST API', () => {
       submissionName: 'fast-qwen #1',
       queuePosition: 1,
     });
-    expect(created.body.quota).toMatchObject({ bucket: 'public', limit: null });
+    // toy-decode sets no public daily limit: the hub's own cap per team (TEAM_PUBLIC_RUNS_PER_DAY).
+    expect(created.body.quota).toMatchObject({ bucket: 'public', limit: 200, used: 1, remaining: 199 });
     const runId = created.body.run.id;
 
     await agent.claim(runId);
@@ -224,15 +225,15 @@ describe('runs, results and leaderboards through the REST API', () => {
     const run = (await alice.post(`/api/submissions/${sub}/runs`, { mode: 'public' })).body.run;
     await agent.claim(run.id);
     const { RunLifecycleService } = await import('../../apps/api/src/runs/run-lifecycle.service');
-    const { RunQueue } = await import('../../apps/api/src/runs/run-queue');
+    const { RunLogRepository } = await import('../../apps/api/src/runs/run-log.repository');
     const { DataSource } = await import('typeorm');
     const lifecycle = hub.app.get(RunLifecycleService);
-    const queue = hub.app.get(RunQueue);
+    const logStore = hub.app.get(RunLogRepository);
     const db = hub.app.get(DataSource);
     // What each one-statement store answered: true stored, false the row had moved on.
     const statements: boolean[] = [];
-    const recordHeadBatch = queue.recordHeadBatch.bind(queue);
-    queue.recordHeadBatch = async (...args) => {
+    const recordHeadBatch = logStore.recordHeadBatch.bind(logStore);
+    logStore.recordHeadBatch = async (...args) => {
       const claimed = await recordHeadBatch(...args);
       statements.push(claimed);
       return claimed;
@@ -281,7 +282,7 @@ describe('runs, results and leaderboards through the REST API', () => {
       expect(await batch(7, 10, ['ten'])).toEqual({ ok: true, ackedSeq: 6, stop: true });
       expect(statements).toEqual([true, true, false, true, false]);
     } finally {
-      queue.recordHeadBatch = recordHeadBatch;
+      logStore.recordHeadBatch = recordHeadBatch;
     }
     const logs = await alice.get(`/api/runs/${run.id}/logs`);
     expect(logs.body.items.map((l: { text: string }) => l.text)).toEqual([

@@ -50,6 +50,46 @@ describe('submissions', () => {
     expect(runs.body.items).toEqual([]);
   });
 
+  it('stores an upload once per Idempotency-Key: a double click or a retry replays the first', async () => {
+    const { owner } = await ownerWithTeam(hub, 'sub-idem', 'Double Clickers');
+    const content = await toyStarter();
+    const send = (key: string, body = content) =>
+      owner
+        .upload('/api/submissions', { benchmark: 'toy-decode' }, { name: 'engine.tar.gz', content: body })
+        .set('Idempotency-Key', key);
+    // two at once (a double click): one submission
+    const [a, b] = await Promise.all([send('dbl-1'), send('dbl-1')]);
+    const statuses = [a.status, b.status].sort();
+    expect(statuses[0]).toBe(201);
+    expect([201, 409]).toContain(statuses[1]);
+    if (statuses[1] === 409) expect((a.status === 409 ? a : b).body.error.code).toBe('idempotency_in_flight');
+    // once settled, the same key and file replay the first response
+    const again = await send('dbl-1');
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    const first = (a.status === 201 ? a : b).body.submission;
+    expect(again.body.submission.id).toBe(first.id);
+    const list = await owner.get('/api/submissions?benchmark=toy-decode');
+    expect(list.body.items).toHaveLength(1);
+    // another file under the same key is refused; a new key stores a new submission
+    const other = await send('dbl-1', archiveOf({ 'engine.py': 'class Engine:\n    pass\n' }));
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    expect((await send('dbl-2')).body.submission.name).toBe('engine #2');
+  });
+
+  it('numbers submissions per benchmark: the same name starts at #1 on each', async () => {
+    const { owner } = await ownerWithTeam(hub, 'sub-numbers', 'Two Products');
+    const toy = await upload(owner, 'toy-decode', 'shared.tar.gz', await toyStarter());
+    const qwen = await upload(owner, 'qwen3-4b-decode', 'shared.tar.gz', await qwenStarter());
+    const toyAgain = await upload(owner, 'toy-decode', 'shared.tar.gz', await toyStarter());
+    expect([toy.body.submission.name, qwen.body.submission.name, toyAgain.body.submission.name]).toEqual([
+      'shared #1',
+      'shared #1',
+      'shared #2',
+    ]);
+  });
+
   it('serves the starter downloads that uploads accept', async () => {
     const res = await hub.http
       .get('/api/benchmarks/toy-decode/starter')

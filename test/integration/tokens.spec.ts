@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateToken } from '@dryft/libs/node';
 import { Clock } from '../../apps/api/src/common/clock';
+import { TokensService } from '../../apps/api/src/tokens/tokens.service';
 import { startTestHub, TestHub } from '../support/hub';
 import { ownerWithTeam, signIn, withToken } from '../support/users';
 
@@ -36,6 +37,26 @@ describe('team API tokens', () => {
     expect(JSON.stringify(list.body)).not.toContain(created.body.token);
     const stored = await hub.dataSource.query('SELECT token_hash FROM api_tokens');
     expect(JSON.stringify(stored)).not.toContain(created.body.token);
+  });
+
+  it('starts every token with this hub’s tag; another hub refuses it as another hub’s', async () => {
+    const { owner, team } = await ownerWithTeam(hub, 'tk-hub');
+    const { token, prefix } = (await owner.post(`/api/teams/${team.id}/tokens`, { name: 'hub' })).body;
+    const tag = await hub.app.get(TokensService).hubTag();
+    expect(tag).toMatch(/^[0-9a-f]{4}$/);
+    expect(prefix).toBe(`dryft_pat_${tag}`);
+    const other = await startTestHub({ env: { PUBLIC_URL: 'https://other.example.org' } });
+    try {
+      expect(await other.app.get(TokensService).hubTag()).not.toBe(tag);
+      const res = await withToken(other, token).get('/api/me');
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('token_other_hub');
+      expect(res.body.error.message).toContain(
+        `This token belongs to another hub (it starts dryft_pat_${tag}…, tokens of this hub at https://other.example.org start`,
+      );
+    } finally {
+      await other.close();
+    }
   });
 
   it('acts for its team on member routes and records its last use', async () => {
@@ -80,7 +101,8 @@ describe('team API tokens', () => {
       ['dryft_pat_short', 'token_malformed'],
       ['ghp_notours', 'token_malformed'],
       [flip, 'token_bad_checksum'],
-      [generateToken('pat'), 'token_invalid'],
+      [generateToken('pat', await hub.app.get(TokensService).hubTag()), 'token_invalid'],
+      [generateToken('pat', 'zZ00'), 'token_other_hub'],
     ];
     for (const [value, code] of cases) {
       const res = await withToken(hub, value).get('/api/me');
@@ -140,6 +162,46 @@ describe('team API tokens', () => {
     const res = await withToken(hub, token).get('/api/me');
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('token_creator_left');
+  });
+
+  it('a token revoked because its creator left stays revoked when the creator rejoins, and the list says so', async () => {
+    const { owner, team } = await ownerWithTeam(hub, 'tk-gil');
+    const member = await signIn(hub, 'tk-gus');
+    await member.post('/api/teams/join', { code: team.inviteCode });
+    await owner.patch(`/api/teams/${team.id}/members/${member.id}`, { role: 'admin' });
+    const made = (await member.post(`/api/teams/${team.id}/tokens`, { name: 'gus ci' })).body;
+    expect((await withToken(hub, made.token).get('/api/me')).status).toBe(200);
+
+    // Leaving (and, below, being removed) revokes the creator's tokens of that team at once.
+    expect((await member.post(`/api/teams/${team.id}/leave`, {})).status).toBe(200);
+    const listed = async () =>
+      (
+        (await owner.get(`/api/teams/${team.id}/tokens`)).body as { id: string; revokedAt: string | null }[]
+      ).find((t) => t.id === made.id)!;
+    expect((await listed()).revokedAt).not.toBeNull();
+    const revokedAt = (await listed()).revokedAt;
+    let res = await withToken(hub, made.token).get('/api/me');
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('token_creator_left');
+
+    // Rejoining (even as admin again) does not bring it back.
+    expect((await member.post('/api/teams/join', { code: team.inviteCode })).status).toBe(200);
+    await owner.patch(`/api/teams/${team.id}/members/${member.id}`, { role: 'admin' });
+    res = await withToken(hub, made.token).get('/api/me');
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('token_creator_left');
+    expect(res.body.error.message).toMatch(/stays revoked/);
+    expect((await listed()).revokedAt).toBe(revokedAt);
+
+    // The same for a member removed by the owner, then invited back.
+    const second = (await member.post(`/api/teams/${team.id}/tokens`, { name: 'gus ci 2' })).body;
+    await owner.delete(`/api/teams/${team.id}/members/${member.id}`);
+    await member.post('/api/teams/join', { code: team.inviteCode });
+    expect((await withToken(hub, second.token).get('/api/me')).status).toBe(401);
+    // A token made after rejoining works.
+    await owner.patch(`/api/teams/${team.id}/members/${member.id}`, { role: 'admin' });
+    const fresh = (await member.post(`/api/teams/${team.id}/tokens`, { name: 'gus ci 3' })).body;
+    expect((await withToken(hub, fresh.token).get('/api/me')).status).toBe(200);
   });
 
   it('never crosses teams', async () => {

@@ -236,4 +236,54 @@ describe("outgoing webhooks never aim at the hub's own network (default settings
     }
     expect((await owner.get(`/api/teams/${team.id}/webhooks`)).body).toEqual([]);
   });
+
+  it('judges IPv6 targets on the parsed address: mapped, NAT64 and 6to4 forms of inside addresses are refused, and a delivery to one is never attempted', async () => {
+    const receiver = new Receiver();
+    const base = await receiver.listen();
+    const port = new URL(base).port;
+    try {
+      for (const host of [
+        '[::ffff:127.0.0.1]',
+        '[::ffff:7f00:1]',
+        '[0:0:0:0:0:ffff:127.0.0.1]',
+        '[::ffff:10.0.0.1]',
+        '[::ffff:169.254.169.254]',
+        '[fe80::1]',
+        '[64:ff9b::7f00:1]',
+        '[2002:7f00:1::1]',
+      ]) {
+        const url = `http://${host}:${port}/mapped`;
+        const res = await owner.post(`/api/teams/${team.id}/webhooks`, { url });
+        expect(res.status, url).toBe(400);
+        expect(res.body.error.code, url).toBe('webhook_url_refused');
+      }
+      expect((await owner.get(`/api/teams/${team.id}/webhooks`)).body).toEqual([]);
+
+      // A webhook stored before these checks (or while private targets were allowed): its deliveries
+      // are checked again before each connection, and never sent.
+      const me = (await owner.get('/api/me')).body as { user: { id: string } };
+      const [{ id: hookId }] = (await hub.dataSource.query(
+        `INSERT INTO team_webhooks (team_id, url, secret, events, created_by)
+         VALUES ($1, $2, 'secret', '{run.finished}', $3) RETURNING id`,
+        [team.id, `http://[::ffff:7f00:1]:${port}/stored`, me.user.id],
+      )) as { id: string }[];
+      const agent = new TestAgent(hub);
+      const up = await owner.upload(
+        '/api/submissions',
+        { benchmark: 'toy-decode' },
+        { name: 'e.tar.gz', content: await toyStarter() },
+      );
+      const runId = (await owner.post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'public' }))
+        .body.run.id as string;
+      await agent.complete(runId, 97);
+      const deliveries = () => owner.get(`/api/teams/${team.id}/webhooks/${hookId}/deliveries`);
+      await expect
+        .poll(async () => (await deliveries()).body[0]?.status, { timeout: 30_000, interval: 300 })
+        .toBe('failed');
+      expect((await deliveries()).body[0].lastError).toMatch(/^not sent: .*private or local address/);
+      expect(receiver.requests).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
+  });
 });

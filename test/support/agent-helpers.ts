@@ -5,6 +5,7 @@ import { io, Socket } from 'socket.io-client';
 import type { JoinAck, LogLine, RunResultView, RunView } from '@dryft/libs';
 import { packFolder, packFiles, collectFolder } from '@dryft/libs/node';
 import { AGENT_MAIN, ROOT } from './quickstart';
+import { GENEROUS_RATE_LIMITS } from './rate-limits';
 
 /** A signed-in browser against a hub reached over HTTP (a separate process or a test hub). */
 export class HttpUser {
@@ -293,6 +294,7 @@ export async function startApi(opts: {
     HOST: '127.0.0.1',
     PUBLIC_URL: url,
     DATA_DIR: opts.dataDir,
+    ...GENEROUS_RATE_LIMITS,
     ...opts.env,
   };
   delete env.GITHUB_CLIENT_ID;

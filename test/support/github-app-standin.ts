@@ -28,7 +28,9 @@ const json = (res: ServerResponse, status: number, body: unknown) =>
  * The GitHub App half of the stand-in: what `@octokit/app` calls on behalf of the hub. App calls
  * must carry a JWT signed RS256 with the test key whose `iss` is the app id; repository calls must
  * carry an installation token this server issued, and see only that installation's repositories.
- * `failNext` makes the next N App requests answer 503 (GitHub down), to test retries.
+ * `failNext` makes the next N App requests answer 503 (GitHub down), to test retries; `limitNext`
+ * answers the next App requests with GitHub's rate-limit refusals (403/429, `retry-after`,
+ * `x-ratelimit-remaining: 0` with `x-ratelimit-reset`).
  */
 export class GithubAppStandin {
   baseUrl = '';
@@ -48,8 +50,12 @@ export class GithubAppStandin {
   readonly tokens = new Map<string, number>();
   /** Answer the next N App/API requests with 503. */
   failNext = 0;
+  /** The next App/API requests' answers, one each, before anything else is looked at. */
+  limitNext: { status: number; headers?: Record<string, string>; message?: string }[] = [];
   /** Counts of App/API requests by "METHOD /path-pattern", for assertions. */
   readonly calls: string[] = [];
+  /** When each of `calls` arrived (Date.now()). */
+  readonly callTimes: number[] = [];
   private nextRepoId = 5000;
 
   configure(opts: { appId: string; publicKey: KeyObject }): void {
@@ -127,6 +133,14 @@ export class GithubAppStandin {
       path.startsWith('/_codeload/');
     if (!isApi) return false;
     this.calls.push(`${method} ${path}`);
+    this.callTimes.push(Date.now());
+    const limited = this.limitNext.shift();
+    if (limited) {
+      res
+        .writeHead(limited.status, { 'content-type': 'application/json; charset=utf-8', ...limited.headers })
+        .end(JSON.stringify({ message: limited.message ?? 'Forbidden' }));
+      return true;
+    }
     if (this.failNext > 0) {
       this.failNext--;
       json(res, 503, { message: 'Service Unavailable (stand-in is down)' });

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { createTestDatabase } from './db';
+import { GENEROUS_RATE_LIMITS } from './rate-limits';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const API_MAIN = path.join(ROOT, 'apps/api/dist/main.js');
@@ -91,6 +92,7 @@ export async function startQuickstart(
     LOCAL_AGENT_TOKEN_FILE: tokenFile,
     GITHUB_CLIENT_ID: '',
     GITHUB_CLIENT_SECRET: '',
+    ...GENEROUS_RATE_LIMITS,
     ...opts.env,
   };
   delete env.GITHUB_CLIENT_ID;

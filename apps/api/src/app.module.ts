@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { QuotaGrantsModule } from './quota-grants/quota-grants.module';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { ZodValidationPipe } from 'nestjs-zod';
 import { AuthModule } from './auth/auth.module';
@@ -20,8 +21,12 @@ import { AuditModule } from './audit/audit.module';
 import { BanPolicyModule } from './bans/ban-policy.module';
 import { BansModule } from './bans/bans.module';
 import { OrganizerModule } from './organizer/organizer.module';
+import { RerunsModule } from './reruns/reruns.module';
 import { RoundClockModule } from './round-clock/round-clock.module';
 import { NotificationsModule } from './notifications/notifications.module';
+import { RateLimitsModule } from './rate-limits/rate-limits.module';
+import { StorageModule } from './storage/storage.module';
+import { MetricsModule } from './metrics/metrics.module';
 
 @Module({})
 export class AppModule {
@@ -31,6 +36,7 @@ export class AppModule {
       imports: [
         CoreModule.forRoot(deps),
         AuditModule,
+        RateLimitsModule,
         BanPolicyModule,
         UsersModule,
         BenchmarksModule,
@@ -46,8 +52,12 @@ export class AppModule {
         GithubModule,
         BansModule,
         OrganizerModule,
+        RerunsModule,
         RoundClockModule,
         NotificationsModule,
+        StorageModule,
+        QuotaGrantsModule,
+        MetricsModule,
       ],
       controllers: [HealthController],
       providers: [

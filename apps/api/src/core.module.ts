@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { BenchmarkRegistry } from './benchmarks/benchmark-registry';
 import { Clock } from './common/clock';
 import { EventBus } from './common/event-bus';
+import { Jobs } from './common/jobs';
 import { CONFIG, Config } from './config/config';
 import { ArtifactStore, DiskArtifactStore } from './submissions/artifact-store';
 
@@ -31,8 +32,9 @@ export class CoreModule {
           useValue: deps.artifacts ?? new DiskArtifactStore(deps.config.artifactDir),
         },
         EventBus,
+        Jobs,
       ],
-      exports: [CONFIG, DataSource, BenchmarkRegistry, Clock, EventBus, ArtifactStore],
+      exports: [CONFIG, DataSource, BenchmarkRegistry, Clock, EventBus, ArtifactStore, Jobs],
     };
   }
 }

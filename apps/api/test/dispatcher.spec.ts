@@ -9,10 +9,11 @@ import { Clock } from '../src/common/clock';
 import type { EventBus } from '../src/common/event-bus';
 import type { Config } from '../src/config/config';
 import type { SocketServer } from '../src/socket/socket-server';
+import { AgentSockets } from '../src/agents/agent-sockets';
 import type { RunEntity } from '../src/runs/run.entity';
 import type { ActiveRunRow, ClaimRequest, RunQueue } from '../src/runs/run-queue';
 import type { RunsRepository } from '../src/runs/runs.repository';
-import type { RunsService } from '../src/runs/runs.service';
+import type { RunViews } from '../src/runs/run-views';
 import { aRun } from './builders';
 
 const SPEC: HarnessSpec = {
@@ -50,6 +51,8 @@ function dispatcher(opts: {
   active?: ActiveRunRow[];
   unavailable?: string[];
   accept?: boolean;
+  /** The database is gone when a refused run goes back (as at shutdown). */
+  requeueFails?: boolean;
 }) {
   const claims: ClaimRequest[] = [];
   const requeued: string[] = [];
@@ -75,7 +78,10 @@ function dispatcher(opts: {
         deadlineAt: new Date(Date.now() + 60_000),
       });
     },
-    requeue: async (runId: string) => (requeued.push(runId), true),
+    requeue: async (runId: string) => {
+      if (opts.requeueFails) throw new Error('Driver not Connected');
+      return (requeued.push(runId), true);
+    },
   };
   const repo = {
     unavailableAgentIds: async () => opts.unavailable ?? [],
@@ -110,11 +116,11 @@ function dispatcher(opts: {
   const d = new Dispatcher(
     repo as unknown as AgentsRepository,
     queue as unknown as RunQueue,
-    { findBaseline: async () => null } as unknown as RunsRepository,
+    { findBaseline: async () => null, findCalibration: async () => null } as unknown as RunsRepository,
     registry as unknown as BenchmarkRegistry,
     connections,
-    {} as SocketServer,
-    runs as unknown as RunsService,
+    new AgentSockets({} as SocketServer),
+    runs as unknown as RunViews,
     new Clock(),
     bus as unknown as EventBus,
     { AGENT_LEASE_SECONDS: 30 } as Config,
@@ -194,5 +200,22 @@ describe('Dispatcher.pass', () => {
     expect(w.sent).toHaveLength(1);
     expect(w.requeued).toEqual([w.sent[0].runId]);
     expect(a.coolDownUntil).toBeGreaterThan(Date.now());
+  });
+
+  it('a refused run that cannot go back to the queue (the database gone) is logged, never an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const w = dispatcher({ queued: [{ mode: 'public' }], accept: false, requeueFails: true });
+      w.agent('a1');
+      await w.pass();
+      await new Promise((r) => setTimeout(r, 20));
+      expect(w.sent).toHaveLength(1);
+      expect(w.requeued).toEqual([]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
-import { capBatch, endOfLog } from '../src/runs/log-cap';
+import { capBatch, endOfLog } from '../src/runs/run-log';
 import type { RunEntity } from '../src/runs/run.entity';
 
 const limits = { maxLines: 100, maxBytes: 1024 * 1024, maxLineBytes: 256, tailLines: 10 };

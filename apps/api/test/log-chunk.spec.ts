@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LogLine } from '@dryft/libs';
-import { chunkLines, logChunk, newLines } from '../src/runs/log-chunk';
+import { chunkLines, logChunk, newLines } from '../src/runs/run-log';
 
 const line = (seq: number, text = `line ${seq}`, ts = 1_764_500_000_000 + seq): LogLine => ({
   seq,

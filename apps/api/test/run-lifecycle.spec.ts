@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LOG_LIMITS, headLines } from '@dryft/libs';
-import type { HarnessResultEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
+import type { HarnessResultEvent, RunBatch, RunFinished } from '@dryft/libs';
+import type { BenchmarkRegistry } from '../src/benchmarks/benchmark-registry';
 import { Clock } from '../src/common/clock';
 import type { EventBus } from '../src/common/event-bus';
 import type { Config } from '../src/config/config';
 import { RunLifecycleService, verdictOf } from '../src/runs/run-lifecycle.service';
 import type { RunEntity } from '../src/runs/run.entity';
-import type { RunHead } from '../src/runs/run-heads';
-import { chunkLines, type LogChunk } from '../src/runs/log-chunk';
+import { chunkLines, RunLog, type LogChunk, type RunHead } from '../src/runs/run-log';
+import type { RunLogRepository } from '../src/runs/run-log.repository';
 import type { RunQueue, RunVerdict } from '../src/runs/run-queue';
+import type { RunViews } from '../src/runs/run-views';
 import type { RunsRepository } from '../src/runs/runs.repository';
-import type { RunsService } from '../src/runs/runs.service';
 import { sampleEvent } from '../../../libs/test/fixtures';
 import { aResult, aRun } from './builders';
 
@@ -33,9 +34,6 @@ function lifecycle(runs: RunEntity[]) {
     transaction: async <T>(work: (tx: unknown) => Promise<T>) => work(repo),
     lock: async (id: string) => byId.get(id) ?? null,
     findById: async (id: string) => byId.get(id) ?? null,
-    insertLogs: async (id: string, lines: LogLine[]) => {
-      if (lines.length) calls.push(`logs ${lines.map((l) => l.seq).join(',')}`);
-    },
     upsertSample: async () => void calls.push('sample'),
     upsertCheck: async () => void calls.push('check'),
     upsertMetric: async () => void calls.push('metric'),
@@ -50,28 +48,6 @@ function lifecycle(runs: RunEntity[]) {
       return r;
     },
     recordBatch: async (r: RunEntity) => void calls.push(`record ${r.lastBatchSeq} ${r.status}`),
-    // The one-statement store: writes only while the row holds what the caller last stored.
-    recordHeadBatch: async (was: RunHead, now: RunHead, chunk: LogChunk | null) => {
-      const seqs = chunk ? chunkLines(chunk.lines).map((l) => l.seq) : [];
-      const r = byId.get(was.runId)!;
-      const same =
-        r.agentId === was.agentId &&
-        r.status === 'running' &&
-        !r.logTail &&
-        r.lastBatchSeq === was.lastBatchSeq &&
-        r.lastLogSeq === was.lastLogSeq &&
-        r.logLines === was.logLines &&
-        String(r.logBytes) === was.logBytes;
-      calls.push(`head ${now.lastBatchSeq} ${same ? seqs.join(',') : 'moved on'}`);
-      if (same)
-        Object.assign(r, {
-          lastBatchSeq: now.lastBatchSeq,
-          lastLogSeq: now.lastLogSeq,
-          logLines: now.logLines,
-          logBytes: now.logBytes,
-        });
-      return same;
-    },
     finish: async (id: string, v: RunVerdict) => {
       calls.push(`finish ${v.status}`);
       verdicts.push(v);
@@ -101,24 +77,64 @@ function lifecycle(runs: RunEntity[]) {
       return byId.get(id) ?? null;
     },
   };
-  const runsService = {
-    logLimits: () => DEFAULT_LOG_LIMITS,
-    storeEndOfLog: async () => [],
-    flushLogTail: async () => undefined,
+  // The log's statements: a chunk stored, and the one-statement store of the next batch.
+  const store = {
+    within: () => store,
+    insertChunk: async (_id: string, chunk: LogChunk) =>
+      void calls.push(
+        `logs ${chunkLines(chunk.lines)
+          .map((l) => l.seq)
+          .join(',')}`,
+      ),
+    // The one-statement store: writes only while the row holds what the caller last stored.
+    recordHeadBatch: async (was: RunHead, now: RunHead, chunk: LogChunk | null) => {
+      const seqs = chunk ? chunkLines(chunk.lines).map((l) => l.seq) : [];
+      const r = byId.get(was.runId)!;
+      const same =
+        r.agentId === was.agentId &&
+        r.status === 'running' &&
+        !r.logTail &&
+        r.lastBatchSeq === was.lastBatchSeq &&
+        r.lastLogSeq === was.lastLogSeq &&
+        r.logLines === was.logLines &&
+        String(r.logBytes) === was.logBytes;
+      calls.push(`head ${now.lastBatchSeq} ${same ? seqs.join(',') : 'moved on'}`);
+      if (same)
+        Object.assign(r, {
+          lastBatchSeq: now.lastBatchSeq,
+          lastLogSeq: now.lastLogSeq,
+          logLines: now.logLines,
+          logBytes: now.logBytes,
+        });
+      return same;
+    },
+    clearTail: async () => undefined,
+  };
+  // No definition registered: the default log limits (DEFAULT_LOG_LIMITS).
+  const registry = { get: () => undefined };
+  const log = new RunLog(
+    store as unknown as RunLogRepository,
+    repo as unknown as RunsRepository,
+    registry as unknown as BenchmarkRegistry,
+    new Clock(),
+  );
+  const views = {
     view: async (r: RunEntity) => ({ id: r.id, status: r.status }),
     resultOf: async () => ({}),
   };
-  const bus = { emit: (event: string) => void emitted.push(event) };
+  // (run.batch_handled is the metrics' timing of every batch: not a reaction these tests are about)
+  const bus = { emit: (event: string) => void (event === 'run.batch_handled' || emitted.push(event)) };
   const config = { AGENT_LEASE_SECONDS: 30, DEADLINE_GRACE_SECONDS: 10 } as Config;
   const service = new RunLifecycleService(
     repo as unknown as RunsRepository,
     queue as unknown as RunQueue,
-    runsService as unknown as RunsService,
+    log,
+    views as unknown as RunViews,
     new Clock(),
     bus as unknown as EventBus,
     config,
   );
-  return { service, calls, verdicts, emitted };
+  return { service, log, calls, verdicts, emitted };
 }
 
 const logBatch = (runId: string, seq: number, first: number, n: number) => ({
@@ -234,7 +250,7 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
   });
 
   it('takes the locked path when the row moved on (canceled meanwhile): the agent is told to stop', async () => {
-    const { run, service, calls, emitted } = await started();
+    const { run, service, log, calls, emitted } = await started();
     run.status = 'canceled';
     expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 3, 1))).toEqual({
       ok: true,
@@ -243,7 +259,7 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
     });
     expect(calls).toEqual(['head 2 moved on']);
     expect(emitted).toEqual([]);
-    expect(service.heads.get(run.id)).toBeUndefined();
+    expect(log.heads.get(run.id)).toBeUndefined();
   });
 
   it('takes the locked path when another replica stored the next batches: a resend is acked, not stored', async () => {
@@ -272,7 +288,7 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
   });
 
   it('leaves harness events and a batch that fills the head to the locked path', async () => {
-    const { run, service, calls } = await started();
+    const { run, service, log, calls } = await started();
     const sample = sampleEvent();
     const withEvent = { runId: run.id, seq: 2, entries: [{ type: 'event', ts: 1, event: sample }] };
     await service.storeBatch(run.id, run.agentId!, withEvent as RunBatch);
@@ -280,11 +296,11 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
     calls.length = 0;
     // 100 lines left in the head (DEFAULT_LOG_LIMITS): 101 open the tail, which the locked path keeps.
     run.logLines = headLines(DEFAULT_LOG_LIMITS) - 100;
-    service.heads.remember({ ...service.heads.get(run.id)!, logLines: run.logLines });
+    log.heads.remember({ ...log.heads.get(run.id)!, logLines: run.logLines });
     await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 3, 3, 101));
     expect(calls[0]).toMatch(/^logs 3,.*,102$/);
     expect(run.logTail?.lines).toHaveLength(1);
-    expect(service.heads.get(run.id)).toBeUndefined();
+    expect(log.heads.get(run.id)).toBeUndefined();
   });
 
   it('stores the first batch of a run its agent reported started in one statement', async () => {
@@ -300,10 +316,10 @@ describe('RunLifecycleService: the next batch of a running run in one statement'
   });
 
   it('forgets a run at its verdict', async () => {
-    const { run, service } = await started();
-    expect(service.heads.get(run.id)).toMatchObject({ lastBatchSeq: 1, lastLogSeq: 2 });
+    const { run, service, log } = await started();
+    expect(log.heads.get(run.id)).toMatchObject({ lastBatchSeq: 1, lastLogSeq: 2 });
     await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 1 }));
-    expect(service.heads.size).toBe(0);
+    expect(log.heads.size).toBe(0);
   });
 });
 

@@ -1,6 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { generateToken, hashToken } from '@dryft/libs/node';
 import { Clock } from '../src/common/clock';
+import type { EventBus } from '../src/common/event-bus';
+import type { Config } from '../src/config/config';
 import { AppError } from '../src/common/errors';
 import type { TeamsService } from '../src/teams/teams.service';
 import type { TokensRepository } from '../src/tokens/tokens.repository';
@@ -10,11 +12,20 @@ import { anApiToken, aUser } from './builders';
 
 function setup(stored: ReturnType<typeof anApiToken> | null, opts: { member?: boolean; now?: Date } = {}) {
   const creator = aUser();
-  const repo = { findByHash: vi.fn(async () => stored), touch: vi.fn(async () => undefined) };
+  const repo = {
+    findByHash: vi.fn(async () => stored),
+    touch: vi.fn(async () => undefined),
+    hubTag: vi.fn(async () => 'Hub1'),
+  };
   const users = { findById: vi.fn(async () => creator), isAdmin: () => false } as unknown as UsersService;
   const teams = { isMember: vi.fn(async () => opts.member ?? true) } as unknown as TeamsService;
   const clock = { now: () => opts.now ?? new Date() } as Clock;
-  return { service: new TokensService(repo as unknown as TokensRepository, teams, users, clock), repo };
+  const bus = { emit: () => undefined } as unknown as EventBus;
+  const config = { PUBLIC_URL: 'https://dryft.example.org' } as Config;
+  return {
+    service: new TokensService(repo as unknown as TokensRepository, teams, users, clock, bus, config),
+    repo,
+  };
 }
 
 const code = async (p: Promise<unknown>) => {
@@ -56,8 +67,14 @@ describe('TokensService.authenticate', () => {
     expect(await code(service.authenticate(generateToken('pat')))).toBe(expected);
   });
 
-  it('refuses an unknown token', async () => {
+  it('refuses an unknown token of this hub as unknown, and one of another hub as another hub’s', async () => {
     const { service } = setup(null);
-    expect(await code(service.authenticate(generateToken('pat')))).toBe('token_invalid');
+    expect(await code(service.authenticate(generateToken('pat', 'Hub1')))).toBe('token_invalid');
+    const other = generateToken('pat', 'Zz99');
+    expect(await code(service.authenticate(other))).toBe('token_other_hub');
+    const err = await service.authenticate(other).catch((e: AppError) => e);
+    expect((err as AppError).message).toMatch(
+      /^This token belongs to another hub \(it starts dryft_pat_Zz99…, tokens of this hub at https:\/\/dryft\.example\.org start dryft_pat_Hub1…\)\./,
+    );
   });
 });

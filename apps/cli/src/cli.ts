@@ -1,11 +1,13 @@
 import { Command, CommanderError, Option } from 'commander';
 import { Context, type GlobalFlags } from './context';
 import { CliError, EXIT } from './errors';
+import { ApiError } from './http';
 import type { SocketFactory } from './live';
 import type { Streams } from './output';
 import { CLI_VERSION } from './version';
 import { doctor, login, logout } from './commands/account';
 import { packageCmd, validate } from './commands/local';
+import { compareCmd } from './commands/compare';
 import { cancelCmd, logsCmd, rankCmd, resultCmd, runCmd, runsCmd } from './commands/runs';
 import { submissionsCmd, submitCmd } from './commands/submissions';
 
@@ -118,6 +120,10 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
       ).choices(['public', 'official']),
     )
     .option('--wait <seconds>', 'single-file: wait this long for the run to finish')
+    .option(
+      '--upload-only',
+      'single-file: upload without starting the run (start it with `dryft run SUBMISSION_ID`)',
+    )
     .option('-y, --yes', 'confirm an official run without asking')
     .addHelpText(
       'after',
@@ -143,6 +149,10 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
       'wait this long for the run to finish; exit 0 succeeded, 1 failed/canceled, 6 still running',
     )
     .option('-y, --yes', 'confirm an official run without asking (needed without a terminal)')
+    .option(
+      '--idempotency-key <key>',
+      'the key of this intended run (default: a new uuid); a script that records it before asking and passes it again after a restart never starts the run twice',
+    )
     .addHelpText('after', '\nExample: dryft run SUBMISSION_ID --mode public --wait 3000')
     .action(
       act((ctx, id: string, opts: Record<string, string | boolean | undefined>) =>
@@ -182,7 +192,15 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
       'stream live (reconnects without gaps or duplicates); exits with the run’s outcome',
     )
     .option('--after <seq>', 'start after this line number')
-    .action(act((ctx, id: string, opts: { follow?: boolean; after?: string }) => logsCmd(ctx, id, opts)));
+    .option(
+      '--raw',
+      'print the bytes as the engine wrote them (escape sequences included) instead of showing control bytes escaped',
+    )
+    .action(
+      act((ctx, id: string, opts: { follow?: boolean; after?: string; raw?: boolean }) =>
+        logsCmd(ctx, id, opts),
+      ),
+    );
 
   program
     .command('result')
@@ -193,6 +211,14 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
     .option('--wait', 'wait for the run to finish first')
     .option('--timeout <seconds>', 'with --wait: give up after this long (default 3600); exit 6')
     .action(act((ctx, id: string, opts: { wait?: boolean; timeout?: string }) => resultCmd(ctx, id, opts)));
+
+  program
+    .command('compare')
+    .argument('<run-ids...>', 'two to six Run IDs of one benchmark; the first is the one the others are measured against')
+    .description(
+      'runs side by side: score and interval, and per workload TPOT, TTFT, speed-up and spread (decode) or the metrics (training)',
+    )
+    .action(act((ctx, ids: string[]) => compareCmd(ctx, ids)));
 
   program
     .command('rank')
@@ -291,7 +317,16 @@ export async function runCli(argv: string[], deps: CliDeps): Promise<number> {
     if (json) {
       deps.streams.stdout.write(
         JSON.stringify(
-          { error: { code: e.code, message: e.message, exitCode: e.exitCode, details: e.details } },
+          {
+            error: {
+              code: e.code,
+              message: e.message,
+              exitCode: e.exitCode,
+              // The hub's HTTP status, where the hub answered (a script tells a closed round from a bad token)
+              ...(e instanceof ApiError ? { status: e.status } : {}),
+              details: e.details,
+            },
+          },
           null,
           2,
         ) + '\n',

@@ -83,10 +83,30 @@ export class Context {
     return Number.isFinite(v) && v > 0 ? v : 400;
   }
 
+  /** A wait for the hub's rate limit or busy upload checkers, said on stderr. */
+  private readonly rateLimitNotice = (message: string) => this.out.warn(message);
+
+  /**
+   * DRYFT_MAX_RATE_LIMIT_WAIT: the most seconds one request waits out the hub's Retry-After in all
+   * (429 rate_limited, 503 checker_busy) before the CLI gives up and says when to try again (60 s).
+   */
+  get maxRateLimitWait(): number {
+    const raw = this.env.DRYFT_MAX_RATE_LIMIT_WAIT;
+    const v = Number(raw);
+    return raw && Number.isFinite(v) && v >= 0 ? v : 60;
+  }
+
   /** A client without a token (health, public benchmarks). */
   async anonymousApi(): Promise<ApiClient> {
     const s = await this.settings();
-    return new ApiClient(s.apiUrl, undefined, s.tokenSource, this.retryBaseMs);
+    return new ApiClient(
+      s.apiUrl,
+      undefined,
+      s.tokenSource,
+      this.retryBaseMs,
+      this.rateLimitNotice,
+      this.maxRateLimitWait,
+    );
   }
 
   /** A client with the team token, checked offline first (shape and checksum). */
@@ -109,7 +129,14 @@ export class Context {
       );
     }
     return {
-      api: new ApiClient(s.apiUrl, s.token, s.tokenSource, this.retryBaseMs),
+      api: new ApiClient(
+        s.apiUrl,
+        s.token,
+        s.tokenSource,
+        this.retryBaseMs,
+        this.rateLimitNotice,
+        this.maxRateLimitWait,
+      ),
       token: s.token,
       settings: s,
     };

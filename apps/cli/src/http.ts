@@ -10,7 +10,17 @@ export interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: Buffer;
+  /** Times this request was sent again after a 429 `rate_limited` or 503 `checker_busy` wait. */
+  retries?: number;
 }
+
+/**
+ * The most times one request refused as rate limited (429 `rate_limited`) or with every upload
+ * checker busy (503 `checker_busy`) is sent again. Both are refused before anything is done or
+ * stored, so sending the same request again is safe; the waits also add up to at most the client's
+ * `maxRetryWaitSeconds` (DRYFT_MAX_RATE_LIMIT_WAIT, 60 s).
+ */
+export const MAX_BUSY_RETRIES = 3;
 
 export interface RequestOptions {
   method?: string;
@@ -67,6 +77,10 @@ export class ApiClient {
     private readonly tokenSource: string,
     /** First back-off of a retried GET (doubles each time). */
     private readonly retryBaseMs = 400,
+    /** Where a wait for the hub's rate limit is said (stderr). */
+    private readonly notice: (message: string) => void = () => undefined,
+    /** The most seconds one request waits out `Retry-After`s in all (rate limited, checker busy). */
+    private readonly maxRetryWaitSeconds = 60,
   ) {}
 
   url(path: string, query?: RequestOptions['query']): URL {
@@ -76,8 +90,33 @@ export class ApiClient {
     return u;
   }
 
-  /** One HTTP exchange, no retries. Throws NetworkError; returns any status. */
-  raw(path: string, opts: RequestOptions = {}): Promise<RawResponse> {
+  /**
+   * One HTTP exchange (throws NetworkError; returns any status), except that a request the hub
+   * refused before doing anything (429 `rate_limited` or 503 `checker_busy`, with `Retry-After`) is
+   * sent again after the wait it names, saying so: up to MAX_BUSY_RETRIES times while the waits add
+   * up to at most `maxRetryWaitSeconds`. A longer wait, or a refusal past that, is returned as it is
+   * and said as an error with when to run the command again.
+   */
+  async raw(path: string, opts: RequestOptions = {}): Promise<RawResponse> {
+    let waited = 0;
+    for (let retries = 0; ; retries++) {
+      const res = await this.exchange(path, opts);
+      res.retries = retries;
+      const busy = busyWait(res);
+      if (!busy || retries >= MAX_BUSY_RETRIES || waited + busy.seconds > this.maxRetryWaitSeconds)
+        return res;
+      const which = `retry ${retries + 1} of at most ${MAX_BUSY_RETRIES}`;
+      this.notice(
+        busy.code === 'checker_busy'
+          ? `The hub is busy checking uploads; retrying in ${busy.seconds} s (Retry-After, ${which}). Nothing was stored yet.`
+          : `The hub is rate limiting this request (${serverMessage(res) ?? 'HTTP 429'}); retrying in ${busy.seconds} s (Retry-After, ${which}).`,
+      );
+      waited += busy.seconds;
+      await sleep(busy.seconds * 1000);
+    }
+  }
+
+  private exchange(path: string, opts: RequestOptions): Promise<RawResponse> {
     const url = this.url(path, opts.query);
     const headers: Record<string, string> = {
       accept: 'application/json',
@@ -163,16 +202,34 @@ export class ApiClient {
     } catch {
       /* not JSON: keep the status line */
     }
-    if (res.status === 401) {
+    if (res.status === 401 && code === 'token_other_hub') {
+      // The token is fine, the hub is not the one that made it: say so, and which hub this was.
+      message = `${message}\nThis command talked to ${this.baseUrl} (DRYFT_API_URL, --api-url, or the hub bin/dryft was installed from).`;
+    } else if (res.status === 401) {
       message = this.token
         ? `The API refused your token (${code}: ${message}).\n${tokenAdvice(this.tokenSource)}`
         : `This needs a team API token (${message}).\nSet DRYFT_TOKEN in this terminal or run \`dryft login\`; a team owner or admin creates tokens under Team → API tokens.`;
     } else if (res.status === 403) {
       message = `Not allowed (${code}): ${message}\nAPI tokens act for the team that created them; check that you are using the right team's token (\`dryft doctor\` shows it).`;
+    } else if (res.status === 429 && code === 'rate_limited') {
+      message = `Rate limited by the hub: ${message}${this.againAfter(res)}`;
+    } else if (res.status === 503 && code === 'checker_busy') {
+      message = `The hub is busy checking uploads: ${message}${this.againAfter(res)}`;
     } else if (res.status >= 500) {
       message = `The Dryft API failed (${res.status} ${code}): ${message}\nTry again in a minute; if it persists, contact the event organizer with the time and the command you ran.`;
     }
     return new ApiError(res.status, code, message, details);
+  }
+
+  /** When to run the command again after a refusal that `raw` stopped retrying, and what it tried. */
+  private againAfter(res: RawResponse): string {
+    const wait = busyWait(res)?.seconds;
+    if (wait === undefined) return '';
+    const at = new Date(Date.now() + wait * 1000);
+    const tried = res.retries
+      ? `; the CLI already waited and retried ${res.retries === 1 ? 'once' : `${res.retries} times`}.`
+      : '.';
+    return `\nRun the command again after ${at.toISOString().slice(11, 19)} UTC (in ${wait} s)${tried}`;
   }
 
   /** A JSON request checked against a schema; GETs are retried on network errors and 5xx. */
@@ -266,6 +323,35 @@ export class ApiClient {
       lastErr.message += `\nThe request was retried ${attempts} times with Idempotency-Key ${key}; at most one run was created. Check with \`dryft runs\`.`;
     }
     throw lastErr;
+  }
+}
+
+/** The refusals the hub makes before doing anything, so the same request may be sent again. */
+const BUSY_CODES: Record<string, number> = { rate_limited: 429, checker_busy: 503 };
+
+/**
+ * The seconds a 429 `rate_limited` or 503 `checker_busy` answer asks to wait (`Retry-After`), with
+ * its code; null for any other answer (a 429 daily run limit resets at midnight: not waited out).
+ */
+export function busyWait(res: RawResponse): { code: string; seconds: number } | null {
+  if (res.status !== 429 && res.status !== 503) return null;
+  const header = Number(res.headers['retry-after']);
+  if (!res.headers['retry-after'] || !Number.isFinite(header) || header < 0) return null;
+  try {
+    const parsed = ApiErrorBody.safeParse(JSON.parse(res.body.toString('utf8')));
+    if (!parsed.success || BUSY_CODES[parsed.data.error.code] !== res.status) return null;
+    return { code: parsed.data.error.code, seconds: Math.ceil(header) };
+  } catch {
+    return null;
+  }
+}
+
+function serverMessage(res: RawResponse): string | null {
+  try {
+    const parsed = ApiErrorBody.safeParse(JSON.parse(res.body.toString('utf8')));
+    return parsed.success ? parsed.data.error.message : null;
+  } catch {
+    return null;
   }
 }
 

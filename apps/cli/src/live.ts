@@ -1,5 +1,13 @@
 import { io, type Socket } from 'socket.io-client';
-import { isTerminalRun, LogsPage, RunFollower, RunView, type LogLine, socketRunTransport } from '@dryft/libs';
+import {
+  isTerminalRun,
+  LogsPage,
+  RunFollower,
+  RunView,
+  type LogLine,
+  type SampleView,
+  socketRunTransport,
+} from '@dryft/libs';
 import { ApiClient, ApiError, NetworkError, sleep } from './http';
 import { CliError, EXIT } from './errors';
 
@@ -25,6 +33,8 @@ export interface FollowOptions {
   afterSeq?: number;
   onLine: (line: LogLine) => void;
   onStatus?: (run: RunView) => void;
+  /** Each `run.sample` event of the run, as it arrives over `/live` (none over REST). */
+  onSample?: (sample: SampleView) => void;
   onNotice?: (message: string) => void;
   /** REST polling period while the live connection is down (and a slow safety net while it is up). */
   pollMs?: number;
@@ -68,10 +78,17 @@ export class LogFollower {
     socket.on('disconnect', (reason) => {
       if (reason === 'io server disconnect') setTimeout(() => !this.settled && socket.connect(), 500).unref();
     });
-    socket.on('connect_error', () => {
-      if (!socket.active)
-        setTimeout(() => !this.settled && socket.connect(), Math.max(this.pollMs, 2000)).unref();
-    });
+    socket.on(
+      'connect_error',
+      (err: Error & { data?: { code?: string; details?: { retryAfterSeconds?: number } } }) => {
+        // Refused at the handshake (socket.active false): try again later; a rate-limited handshake
+        // after the Retry-After it was given. Meanwhile the follower reads the run over REST.
+        const wait =
+          err.data?.code === 'rate_limited' ? (err.data.details?.retryAfterSeconds ?? 0) * 1000 : 0;
+        if (!socket.active)
+          setTimeout(() => !this.settled && socket.connect(), Math.max(this.pollMs, 2000, wait)).unref();
+      },
+    );
     const runId = this.o.runId;
     const done = new Promise<RunView>((resolve, reject) => {
       this.follower = new RunFollower(
@@ -98,6 +115,7 @@ export class LogFollower {
             for (const line of lines) this.o.onLine(line);
           },
           status: (r) => this.o.onStatus?.(r),
+          sample: (s) => this.o.onSample?.(s),
           notice: (n) => {
             const say = this.o.onNotice;
             if (n.kind === 'live_lost')

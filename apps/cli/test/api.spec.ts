@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { benchmarkView, cli, json, runView, stubServer, submissionView, TOKEN } from './helpers';
+import { benchmarkView, cli, json, resultBody, runView, stubServer, submissionView, TOKEN } from './helpers';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -323,19 +323,11 @@ describe('waiting', () => {
       if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
       if (req.method === 'POST') return json(res, 201, createdBody());
       if (req.path.endsWith('/result'))
-        return json(res, 200, {
-          run: runView({ status: 'succeeded', queuePosition: null }),
-          score: 100,
-          interval: null,
-          pairs: null,
-          indicative: false,
-          workloads: [],
-          samples: [],
-          checks: [],
-          metrics: {},
-          detail: null,
-          complete: true,
-        });
+        return json(
+          res,
+          200,
+          resultBody(runView({ status: 'succeeded', queuePosition: null }), { score: 100 }),
+        );
       polls += 1;
       if (polls <= 2)
         return json(res, 200, runView({ status: 'queued', queuePosition: 1, waiting: waiting(polls === 2) }));
@@ -366,5 +358,124 @@ describe('version', () => {
   it('matches apps/cli/package.json', async () => {
     const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
     expect((await cli(['--version'])).stdout.trim()).toBe(pkg.version);
+  });
+});
+
+describe("the hub's rate limits", () => {
+  const limited = (res: import('node:http').ServerResponse, seconds: number) => {
+    res.setHeader('Retry-After', String(seconds));
+    json(res, 429, {
+      error: {
+        code: 'rate_limited',
+        message: `Too many runs started (at most 30 a minute). Try again in ${seconds} s.`,
+        details: { limit: 'runs', retryAfterSeconds: seconds },
+      },
+    });
+  };
+
+  it('waits Retry-After, says so, and sends the request again', async () => {
+    const times: number[] = [];
+    const stub = await stubServer((req, res) => {
+      if (req.path === `/api/submissions/${SUB}`) return json(res, 200, submissionView());
+      if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
+      if (req.path === `/api/submissions/${SUB}/runs`) {
+        times.push(Date.now());
+        return times.length === 1 ? limited(res, 1) : json(res, 201, createdBody());
+      }
+      json(res, 404, { error: { code: 'not_found', message: req.path } });
+    });
+    closers.push(stub.close);
+    const r = await cli(['run', SUB, '--mode', 'public'], { DRYFT_TOKEN: TOKEN, DRYFT_API_URL: stub.url });
+    expect(r.code, r.stderr).toBe(0);
+    expect(times).toHaveLength(2);
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(950);
+    expect(r.stderr).toContain('The hub is rate limiting this request (Too many runs started');
+    expect(r.stderr).toContain('retrying in 1 s (Retry-After, retry 1 of at most 3)');
+    expect(r.stdout).toContain(`Started public run ${runView().id}`);
+  });
+
+  it('refused after every retry (3): stops, saying when to run the command again', async () => {
+    let posts = 0;
+    const stub = await stubServer((req, res) => {
+      if (req.path === `/api/submissions/${SUB}`) return json(res, 200, submissionView());
+      if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
+      if (req.path === `/api/submissions/${SUB}/runs`) return (posts++, limited(res, 1));
+      json(res, 404, { error: { code: 'not_found', message: req.path } });
+    });
+    closers.push(stub.close);
+    const r = await cli(['run', SUB, '--mode', 'public'], { DRYFT_TOKEN: TOKEN, DRYFT_API_URL: stub.url });
+    expect(r.code).toBe(2);
+    expect(posts).toBe(4);
+    expect(r.stderr).toContain('retry 3 of at most 3');
+    expect(r.stderr).toMatch(/Rate limited by the hub: Too many runs started/);
+    expect(r.stderr).toMatch(
+      /Run the command again after \d\d:\d\d:\d\d UTC \(in 1 s\); the CLI already waited and retried 3 times\./,
+    );
+  });
+
+  it('the waits add up to at most DRYFT_MAX_RATE_LIMIT_WAIT: with 2 s, two waits of 1 s, then it stops', async () => {
+    let posts = 0;
+    const stub = await stubServer((req, res) => {
+      if (req.path === `/api/submissions/${SUB}`) return json(res, 200, submissionView());
+      if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
+      if (req.path === `/api/submissions/${SUB}/runs`) return (posts++, limited(res, 1));
+      json(res, 404, { error: { code: 'not_found', message: req.path } });
+    });
+    closers.push(stub.close);
+    const r = await cli(['run', SUB, '--mode', 'public'], {
+      DRYFT_TOKEN: TOKEN,
+      DRYFT_API_URL: stub.url,
+      DRYFT_MAX_RATE_LIMIT_WAIT: '2',
+    });
+    expect(r.code).toBe(2);
+    expect(posts).toBe(3);
+    expect(r.stderr).toContain('retry 2 of at most 3');
+    expect(r.stderr).not.toContain('retry 3 of');
+    expect(r.stderr).toMatch(/the CLI already waited and retried 2 times\./);
+  });
+
+  it('a wait longer than DRYFT_MAX_RATE_LIMIT_WAIT is not sat out: one request, and when to retry', async () => {
+    let posts = 0;
+    const stub = await stubServer((req, res) => {
+      if (req.path === `/api/submissions/${SUB}`) return json(res, 200, submissionView());
+      if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
+      if (req.path === `/api/submissions/${SUB}/runs`) return (posts++, limited(res, 3600));
+      json(res, 404, { error: { code: 'not_found', message: req.path } });
+    });
+    closers.push(stub.close);
+    const started = Date.now();
+    const r = await cli(['--json', 'run', SUB, '--mode', 'public'], {
+      DRYFT_TOKEN: TOKEN,
+      DRYFT_API_URL: stub.url,
+    });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(posts).toBe(1);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/Run the command again after \d\d:\d\d:\d\d UTC \(in 3600 s\)\./);
+    expect(JSON.parse(r.stdout).error).toMatchObject({
+      code: 'rate_limited',
+      details: { retryAfterSeconds: 3600 },
+    });
+  });
+
+  it('a 429 that is not a rate limit (a spent daily run limit) is not retried', async () => {
+    let posts = 0;
+    const stub = await stubServer((req, res) => {
+      if (req.path === `/api/submissions/${SUB}`) return json(res, 200, submissionView());
+      if (req.path === '/api/benchmarks/toy-decode') return json(res, 200, benchmarkView());
+      if (req.path === `/api/submissions/${SUB}/runs`) {
+        posts++;
+        return json(res, 429, {
+          error: { code: 'run_limit_reached', message: 'No public runs left today.' },
+        });
+      }
+      json(res, 404, { error: { code: 'not_found', message: req.path } });
+    });
+    closers.push(stub.close);
+    const r = await cli(['run', SUB, '--mode', 'public'], { DRYFT_TOKEN: TOKEN, DRYFT_API_URL: stub.url });
+    expect(r.code).toBe(2);
+    expect(posts).toBe(1);
+    expect(r.stderr).toContain('No public runs left today.');
+    expect(r.stderr).not.toContain('rate limiting');
   });
 });

@@ -15,7 +15,14 @@ export interface Captured {
 export async function cli(
   argv: string[],
   env: Record<string, string | undefined> = {},
-  opts: { stdin?: string; socketFactory?: SocketFactory; cwd?: string; tty?: boolean } = {},
+  opts: {
+    stdin?: string;
+    socketFactory?: SocketFactory;
+    cwd?: string;
+    tty?: boolean;
+    /** stdout is a terminal too (colours on, as for a person reading it). */
+    stdoutTty?: boolean;
+  } = {},
 ): Promise<Captured> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
@@ -29,6 +36,7 @@ export async function cli(
     Object.assign(stdin, { isTTY: true });
     Object.assign(stderr, { isTTY: true });
   }
+  if (opts.stdoutTty) Object.assign(stdout, { isTTY: true });
   stdin.end(opts.stdin ?? '');
   const code = await runCli(argv, {
     streams: { stdout, stderr, stdin },
@@ -115,6 +123,24 @@ export function runView(over: Partial<Record<string, unknown>> = {}) {
     finishedAt: null,
     deadlineAt: null,
     lastLogSeq: 0,
+    ...over,
+  };
+}
+
+/** A run's result as GET /api/runs/:id/result answers it (no figures unless `over` gives them). */
+export function resultBody(run: ReturnType<typeof runView>, over: Record<string, unknown> = {}) {
+  return {
+    run,
+    score: run.score,
+    interval: null,
+    pairs: null,
+    indicative: false,
+    workloads: [],
+    samples: [],
+    checks: [],
+    metrics: {},
+    detail: null,
+    complete: true,
     ...over,
   };
 }

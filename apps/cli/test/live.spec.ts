@@ -78,6 +78,21 @@ async function fakeHub(opts: { live?: boolean; refuse?: { code: string; message:
       if (opts.live !== false)
         room().emit('run.status', { run: runView({ status, lastLogSeq: lines.length }) });
     },
+    /** A `run.sample` event of this run and one of another run, to the room. */
+    sample(index: number) {
+      const sample = {
+        workload: 'w',
+        index,
+        warmup: false,
+        ttftMs: 1,
+        tpotMs: 0.5,
+        tps: 100,
+        totalMs: 5,
+        tokens: 16,
+      };
+      room().emit('run.sample', { runId: 'another-run', sample: { ...sample, index: -1 } });
+      room().emit('run.sample', { runId: RUN, sample });
+    },
     dropTransport() {
       for (const s of io.of('/live').sockets.values()) s.conn.close();
     },
@@ -149,6 +164,26 @@ describe('LogFollower', () => {
     const run = await done;
     expect(run.status).toBe('succeeded');
     expect(printed).toEqual(Array.from({ length: 27 }, (_, i) => i + 1));
+  });
+
+  it("passes on the run's sample events as they arrive (onSample), not another run's", async () => {
+    const hub = await fakeHub();
+    closers.push(hub.close);
+    hub.append(1);
+    const printed: number[] = [];
+    const samples: number[] = [];
+    const done = followerOf(hub, {
+      pollMs: 50,
+      onLine: (l) => printed.push(l.seq),
+      onSample: (s) => samples.push(s.index),
+    }).run();
+    await until(() => printed.length === 1 && hub.joins.length === 1); // in the run's room
+    hub.sample(0);
+    hub.sample(1);
+    await until(() => samples.length === 2);
+    hub.finish();
+    await done;
+    expect(samples).toEqual([0, 1]);
   });
 
   it('rejoins with afterSeq = the last printed line after each reconnect (REST only fills gaps)', async () => {

@@ -163,6 +163,89 @@ describe('3. the daily limit is checked before uploading', () => {
   });
 });
 
+describe('3b. a script that journals its runs (the starter research loop)', () => {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'dryft-journal-')), 'submission.py');
+  writeFileSync(file, 'SUBMISSION = None\n');
+
+  /** The hub above, plus one submission and its runs (the answer to a run request: its key, or a 429). */
+  async function runHub(runAnswer: 'created' | 'daily_limit' = 'created') {
+    const sub = submissionView({ id: 'sub-1', benchmarkId: 'deep-recurrence' });
+    const stub = await stubServer((req, res) => {
+      const url = new URL(req.path, 'http://x');
+      if (url.pathname === '/api/benchmarks/deep-recurrence') return json(res, 200, tiered);
+      if (url.pathname === '/api/quota') return json(res, 200, [quota('easy', 60, 0)]);
+      if (url.pathname === '/api/submissions' && req.method === 'POST')
+        return json(res, 201, { submission: sub, verdicts: [] });
+      if (url.pathname === '/api/submissions/sub-1') return json(res, 200, sub);
+      if (url.pathname === '/api/submissions/sub-1/runs' && req.method === 'POST') {
+        if (runAnswer === 'daily_limit')
+          return json(res, 429, {
+            error: { code: 'daily_limit_reached', message: "Today's 60 easy runs are used." },
+          });
+        return json(res, 201, {
+          run: runView({ submissionId: 'sub-1', tier: 'easy' }),
+          quota: quota('easy', 60, 1),
+        });
+      }
+      json(res, 404, { error: { code: 'not_found', message: req.path } });
+    });
+    closers.push(stub.close);
+    return { stub, env: { DRYFT_TOKEN: TOKEN, DRYFT_API_URL: stub.url } };
+  }
+
+  it('`submit --upload-only` uploads a single file without starting its run', async () => {
+    const { stub, env } = await runHub();
+    const r = await cli(['submit', file, '-b', 'deep-recurrence', '--upload-only', '--json'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).submission.id).toBe('sub-1');
+    expect(stub.requests.some((q) => q.path.endsWith('/runs'))).toBe(false);
+    const refused = await cli(
+      ['submit', file, '-b', 'deep-recurrence', '--upload-only', '--wait', '60'],
+      env,
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--upload-only starts no run');
+  });
+
+  it("`run --idempotency-key` sends the caller's key (and refuses a malformed one before asking)", async () => {
+    const { stub, env } = await runHub();
+    const key = '6f1c2a4e-8d0b-4b7e-9a51-3c2d1e0f9a87';
+    const args = [
+      'run',
+      'sub-1',
+      '--mode',
+      'public',
+      '--tier',
+      'easy',
+      '--dataset',
+      'square-mod-97',
+      '--json',
+    ];
+    const r = await cli([...args, '--idempotency-key', key], env);
+    expect(r.code, r.stderr).toBe(0);
+    const asked = stub.requests.filter((q) => q.path === '/api/submissions/sub-1/runs');
+    expect(asked.map((q) => q.headers['idempotency-key'])).toEqual([key]);
+    const bad = await cli([...args, '--idempotency-key', 'has space'], env);
+    expect(bad.code).toBe(2);
+    expect(JSON.parse(bad.stdout).error.code).toBe('invalid_idempotency_key');
+    expect(stub.requests.filter((q) => q.path === '/api/submissions/sub-1/runs')).toHaveLength(1);
+  });
+
+  it("a refusal in --json carries the hub's HTTP status", async () => {
+    const { env } = await runHub('daily_limit');
+    const r = await cli(
+      ['run', 'sub-1', '--mode', 'public', '--tier', 'easy', '--dataset', 'square-mod-97', '--json'],
+      env,
+    );
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).error).toMatchObject({
+      code: 'daily_limit_reached',
+      status: 429,
+      exitCode: 2,
+    });
+  });
+});
+
 describe('4. --help --json', () => {
   it('prints the program and each command as JSON', async () => {
     const root = await cli(['--help', '--json']);
@@ -240,7 +323,53 @@ describe('5. result shows the loss curve and the per-sample timings', () => {
     expect(r.stdout).toMatch(/short\s+2\s+80\.0 .*\[################\]/);
   });
 
-  async function resultHub(body: { run: ReturnType<typeof runView>; samples: unknown[]; curve?: unknown[] }) {
+  it('decode official through a calibrated K: the ranking and absolute intervals and what was measured', async () => {
+    const run = runView({ status: 'succeeded', score: 120, mode: 'official' });
+    const { env } = await resultHub({
+      run,
+      samples: [],
+      extra: {
+        interval: { low: 118, high: 122, halfWidth: 2, level: 0.95 },
+        pairs: 12,
+        absoluteInterval: { low: 115.5, high: 124.5, halfWidth: 4.5, level: 0.95 },
+        scoring: {
+          against: 'reference',
+          calibrated: true,
+          hardware: 'NVIDIA H200',
+          kHalfWidthPct: 0.8,
+          note: 'Paired with the reference engine; K calibrated on NVIDIA H200 to ±0.8 %.',
+        },
+      },
+    });
+    const r = await cli(['result', run.id], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('± 2.00 (95 % interval 118.00–122.00, 12 pairs) (official)');
+    expect(r.stdout).toContain("  Absolute interval (with K's): 115.50–124.50");
+    expect(r.stdout).toContain('  Paired with the reference engine; K calibrated on NVIDIA H200 to ±0.8 %.');
+  });
+
+  it('rounds the run metrics as the rest of the output does', async () => {
+    const run = runView({ status: 'succeeded', benchmarkId: 'deep-recurrence', tier: 'easy', score: 63.12 });
+    const { env } = await resultHub({
+      run,
+      samples: [],
+      metrics: { accuracy: 63.119999999999997, loss: 0.012345678, updates: 480 },
+    });
+    const r = await cli(['result', run.id], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/accuracy\s+63\.12\n/);
+    expect(r.stdout).toMatch(/loss\s+0\.01235\n/);
+    expect(r.stdout).toMatch(/updates\s+480\n/);
+    expect(r.stdout).not.toContain('63.119999');
+  });
+
+  async function resultHub(body: {
+    run: ReturnType<typeof runView>;
+    samples: unknown[];
+    curve?: unknown[];
+    extra?: Record<string, unknown>;
+    metrics?: Record<string, number>;
+  }) {
     const stub = await stubServer((req, res) => {
       if (req.path === `/api/runs/${body.run.id}`) return json(res, 200, body.run);
       if (req.path === `/api/runs/${body.run.id}/result`)
@@ -253,10 +382,11 @@ describe('5. result shows the loss curve and the per-sample timings', () => {
           workloads: [],
           samples: body.samples,
           checks: [],
-          metrics: {},
+          metrics: body.metrics ?? {},
           detail: null,
           complete: true,
           ...(body.curve ? { curve: body.curve } : {}),
+          ...body.extra,
         });
       json(res, 404, { error: { code: 'not_found', message: req.path } });
     });
@@ -296,7 +426,7 @@ describe.skipIf(!existsSync(MAIN))('2. a reader that stops early (the built CLI,
         child.on('close', () => resolve({ out }));
       });
     const logs = await sh(`node ${MAIN} logs ${run.id} | head -2`);
-    expect(logs.out).toMatch(/^line 1 x+\nline 2 x+\nstatus=0\n$/);
+    expect(logs.out).toMatch(/^\[out\] line 1 x+\n\[out\] line 2 x+\nstatus=0\n$/);
     const help = await sh(`node ${MAIN} --help | head -1`);
     expect(help.out).toMatch(/^Usage: dryft \[options\] \[command\]\nstatus=0\n$/);
   });

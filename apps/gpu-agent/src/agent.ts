@@ -12,12 +12,20 @@ import {
   RunDeadline,
   ServerToAgent,
 } from '@dryft/libs';
-import type { AgentCapabilities, AgentRefusalCode, RunBatch, RunFinished } from '@dryft/libs';
+import type {
+  AgentCapabilities,
+  AgentRefusalCode,
+  AgentToServerEvents,
+  RunBatch,
+  RunFinished,
+  ServerToAgentEvents,
+} from '@dryft/libs';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { io, Socket } from 'socket.io-client';
 import type { AgentConfig } from './config';
 import { cannotRunKinds, detectGpu, formatRuntime, pickPython, probeRuntime } from './config';
+import { AgentMetrics } from './agent-metrics';
 import { RunJob } from './run-job';
 
 const ACK_TIMEOUT_MS = 15_000;
@@ -58,7 +66,8 @@ export interface AgentOptions {
  * unacknowledged batches and verdicts, and heartbeats to keep the leases of its runs.
  */
 export class Agent {
-  private socket!: Socket;
+  /** Typed by the contract both ends share (libs/src/protocol/agents.ts). */
+  private socket!: Socket<ServerToAgentEvents, AgentToServerEvents>;
   private readonly runs = new Map<string, RunJob>();
   /** Verdicts waiting for the server's ack (kept across reconnects). */
   private readonly verdicts = new Map<string, { msg: RunFinished; resolve: () => void }>();
@@ -76,6 +85,14 @@ export class Agent {
   /** The hub said this token is revoked: never reconnect with it. */
   private revoked = false;
   readonly capabilities: AgentCapabilities;
+  /** Served on agent.json's `metrics.port` when set (agent-metrics.ts). */
+  readonly metrics = new AgentMetrics(() => ({
+    slots: this.config.slots.length,
+    busySlots: this.runs.size,
+    connected: this.isConnected,
+    draining: this.draining || this.shuttingDown,
+  }));
+  private connectedOnce = false;
   private readonly log: (m: string) => void;
 
   constructor(
@@ -145,7 +162,8 @@ export class Agent {
       if (this.revoked) return;
       if (!this.shuttingDown || this.runs.size || this.verdicts.size) this.scheduleReconnect();
     });
-    for (const name of Object.keys(ServerToAgent)) {
+    // Each payload is parsed before use (onServerEvent): the types say what a current hub sends.
+    for (const name of Object.keys(ServerToAgent) as (keyof ServerToAgentEvents)[]) {
       this.socket.on(name, (...args: unknown[]) => this.onServerEvent(name, args));
     }
     this.socket.onAny((event: string, ...args: unknown[]) => {
@@ -263,6 +281,8 @@ export class Agent {
       return;
     }
     this.ready = true;
+    if (this.connectedOnce) this.metrics.reconnects.inc();
+    this.connectedOnce = true;
     this.draining = this.draining || Boolean(ack.draining);
     this.log(
       `connected to ${this.config.apiUrl} as "${ack.name}" (${this.config.slots.length} slot(s), ${this.options.sandboxed ? 'sandboxed' : 'NO SANDBOX'})`,
@@ -302,7 +322,7 @@ export class Agent {
     }
   }
 
-  private onServerEvent(name: string, args: unknown[]): void {
+  private onServerEvent(name: keyof ServerToAgentEvents, args: unknown[]): void {
     const ack =
       typeof args[args.length - 1] === 'function'
         ? (args[args.length - 1] as (r: unknown) => void)
@@ -365,6 +385,7 @@ export class Agent {
       return { accepted: false, reason: `slot ${assign.slot} is busy` };
     const run = new RunJob(assign, this.host(), slot.gpus);
     this.runs.set(assign.runId, run);
+    this.metrics.runsAccepted.inc();
     this.log(`run ${assign.runId} accepted on slot ${assign.slot}`);
     void run.execute().finally(() => {
       this.runs.delete(assign.runId);
@@ -379,7 +400,10 @@ export class Agent {
       sandboxed: this.options.sandboxed,
       runtime: this.capabilities.runtime,
       connected: () => this.isConnected,
-      sendBatch: (batch: RunBatch) => this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.batch', batch),
+      sendBatch: (batch: RunBatch) => {
+        this.metrics.uploadBytes.inc(Buffer.byteLength(JSON.stringify(batch)));
+        return this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.batch', batch);
+      },
       started: async (runId: string) => {
         if (!this.isConnected) return;
         const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.started', { runId });
@@ -389,6 +413,7 @@ export class Agent {
       },
       finished: (msg: RunFinished) =>
         new Promise<void>((resolve) => {
+          this.metrics.runsFinished.inc({ status: msg.canceled ? 'canceled' : msg.result.status });
           this.verdicts.set(msg.runId, { msg, resolve });
           void this.sendVerdict(msg.runId);
         }),
@@ -407,6 +432,7 @@ export class Agent {
         }
       },
       log: this.log,
+      downloaded: (bytes: number) => this.metrics.downloadBytes.inc(bytes),
     };
   }
 
@@ -415,6 +441,7 @@ export class Agent {
     const v = this.verdicts.get(runId);
     if (!v || !this.isConnected) return;
     try {
+      this.metrics.uploadBytes.inc(Buffer.byteLength(JSON.stringify(v.msg)));
       const raw: unknown = await this.socket.timeout(ACK_TIMEOUT_MS).emitWithAck('run.finished', v.msg);
       const final = FinalRefusal.safeParse(raw);
       if (final.success) {
@@ -471,5 +498,6 @@ export class Agent {
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.socket.disconnect();
+    this.metrics.close();
   }
 }

@@ -80,6 +80,14 @@ export const AgentConfigFile = z.object({
   cancelGraceMs: z.number().int().positive().default(5_000),
   shutdownGraceMs: z.number().int().nonnegative().default(60_000),
   batchIntervalMs: z.number().int().positive().default(50),
+  /** The agent's own Prometheus metrics on `GET http://host:port/metrics` (left out: none). */
+  metrics: z
+    .object({
+      port: z.number().int().min(0).max(65535),
+      /** Loopback unless a scraper elsewhere must reach it. */
+      host: z.string().min(1).default('127.0.0.1'),
+    })
+    .optional(),
 });
 export type AgentConfigFile = z.infer<typeof AgentConfigFile>;
 
@@ -238,12 +246,14 @@ v("torch", lambda: __import__("torch").__version__)
 v("cuda", lambda: __import__("torch").version.cuda)
 v("triton", lambda: __import__("triton").__version__)
 v("transformers", lambda: __import__("transformers").__version__)
+v("safetensors", lambda: __import__("safetensors").__version__)
+v("tokenizers", lambda: __import__("tokenizers").__version__)
 print(json.dumps({k: x for k, x in out.items() if x and x != "None"}))
 `;
 
 /**
  * The versions runs execute with, asked of the harness's interpreter (python, torch and the CUDA it
- * was built for, triton, transformers; whichever import), plus the driver: reported in the agent's
+ * was built for, triton, transformers, safetensors, tokenizers; whichever import), plus the driver: reported in the agent's
  * capabilities and logged at the start of every run. Null when the interpreter cannot be asked.
  */
 export function probeRuntime(python: string, driver: string | null): Record<string, string> | null {

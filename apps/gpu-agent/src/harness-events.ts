@@ -114,7 +114,9 @@ export class HarnessEvents {
     const child = HarnessChildEvent.safeParse(json);
     if (child.success) {
       // Kept here, never forwarded: who is blamed if the harness dies without a verdict.
-      if (child.data.role !== 'baseline') this.untrustedRunning = child.data.state === 'started';
+      // The baseline and reference engines are trusted (the harness's own); only the others blame.
+      if (child.data.role === 'candidate' || child.data.role === 'training')
+        this.untrustedRunning = child.data.state === 'started';
       return;
     }
     const parsed = HarnessEvent.safeParse(json);

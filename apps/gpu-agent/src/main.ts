@@ -55,6 +55,16 @@ function main(): void {
     },
   });
   agent.start();
+  if (config.metrics) {
+    const { port, host } = config.metrics;
+    agent.metrics.serve(port, host).then(
+      () => console.log(`[agent] metrics on http://${host}:${agent.metrics.port}/metrics`),
+      (err: Error) => {
+        console.error(`agent config error: ${err.message}`);
+        process.exit(1);
+      },
+    );
+  }
   // Tests cut the network under a live run this way (a real socket drop, not a mocked one).
   if (process.env.DRYFT_AGENT_TEST_HOOKS === '1') process.on('SIGUSR2', () => agent.simulateNetworkCut());
   let stopping = false;

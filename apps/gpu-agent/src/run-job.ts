@@ -26,6 +26,8 @@ export interface RunHost {
   finished(msg: RunFinished): Promise<void>;
   handback(runId: string, reason: string): Promise<boolean>;
   log(message: string): void;
+  /** The submission's size once downloaded (the agent's metrics). */
+  downloaded?(bytes: number): void;
 }
 
 type Phase = 'preparing' | 'running' | 'finishing' | 'done';
@@ -90,6 +92,7 @@ export class RunJob {
         runDir: this.runDir,
         runtime: this.host.runtime,
         note: (text) => this.note(text),
+        downloaded: (bytes) => this.host.downloaded?.(bytes),
       }).catch((err: Error) => {
         this.note(`could not prepare the run: ${err.message}`);
         return null;

@@ -29,6 +29,8 @@ export async function prepareRun(o: {
   /** The versions the agent reported, repeated in the run's log. */
   runtime?: Record<string, string>;
   note: (text: string) => void;
+  /** Told the size of the submission once it is downloaded (the agent's metrics). */
+  downloaded?: (bytes: number) => void;
 }): Promise<PreparedRun> {
   const { assign, config, runDir, note } = o;
   await fs.rm(runDir, { recursive: true, force: true });
@@ -40,8 +42,9 @@ export async function prepareRun(o: {
 
   // A baseline re-measure has no submission: the harness times only its trusted baseline engine
   // and gets the empty workspace.
-  if (assign.submission) await fetchSubmission(assign.submission, config, workspace, note);
-  else note('baseline re-measure: no submission to fetch');
+  if (assign.submission) await fetchSubmission(assign.submission, config, workspace, note, o.downloaded);
+  else
+    note(`${assign.mode === 'calibration' ? 'calibration' : 'baseline re-measure'}: no submission to fetch`);
   if (o.runtime) note(`runtime: ${formatRuntime(o.runtime)}`);
 
   const spec = localSpec(assign.spec, config);
@@ -60,11 +63,13 @@ async function fetchSubmission(
   config: AgentConfig,
   workspace: string,
   note: (text: string) => void,
+  downloaded?: (bytes: number) => void,
 ): Promise<void> {
   const url = new URL(submission.url, config.apiUrl);
   const res = await fetch(url, { headers: { 'X-Agent-Token': config.token } });
   if (!res.ok) throw new Error(`download failed: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
   const bytes = Buffer.from(await res.arrayBuffer());
+  downloaded?.(bytes.length);
   const sha = createHash('sha256').update(bytes).digest('hex');
   if (sha !== submission.sha256)
     throw new Error(`the download's sha256 ${sha} is not the submission's ${submission.sha256}`);
@@ -91,7 +96,7 @@ async function fetchSubmission(
   }
 }
 
-/** The spec with this box's paths: the agent's model map, the checkout's baseline engine. */
+/** The spec with this box's paths: the agent's model map, the checkout's baseline and reference engines. */
 function localSpec(spec: HarnessSpec, config: AgentConfig): HarnessSpec {
   if (spec.kind !== 'decode') return spec;
   const modelPath = config.models[spec.benchmark] ?? path.resolve(config.repoDir, spec.model.path);
@@ -99,5 +104,6 @@ function localSpec(spec: HarnessSpec, config: AgentConfig): HarnessSpec {
     ...spec,
     model: { ...spec.model, path: modelPath },
     baselineEngine: path.resolve(config.repoDir, spec.baselineEngine),
+    ...(spec.referenceEngine ? { referenceEngine: path.resolve(config.repoDir, spec.referenceEngine) } : {}),
   };
 }

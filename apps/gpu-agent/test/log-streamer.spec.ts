@@ -100,4 +100,37 @@ describe('LogStreamer: the terminal as numbered lines in numbered batches', () =
     expect(outbox.ackedSeq).toBe(4);
     outbox.close();
   });
+
+  it('keeps the last frame of a carriage-return progress bar, never the frames glued together', async () => {
+    const h = hub();
+    const outbox = new Outbox(
+      'run-d',
+      h.send,
+      () => true,
+      () => undefined,
+      5,
+    );
+    const log = new LogStreamer(outbox);
+    // pip/tqdm: 10,000 frames of one line (well past the 16 KiB cut if they were kept), cut anywhere.
+    let bar = '';
+    for (let i = 0; i <= 10_000; i++)
+      bar += `\r${String(Math.floor(i / 100)).padStart(3)}%|${'#'.repeat(Math.floor(i / 500))}| ${i}/10000`;
+    for (let at = 0; at < bar.length; at += 777) log.write(bar.slice(at, at + 777));
+    log.write('\r\ndone\r\n');
+    // A frame still pending when a chunk ends is kept until the next frame replaces it.
+    log.write('step 1/2\r');
+    log.write('step 2/2\r');
+    log.write('\n');
+    log.write('last\rframe at the end');
+    log.flush();
+    outbox.cut();
+    await outbox.drained();
+    expect(h.lines().map((l) => [l.n, l.text])).toEqual([
+      [1, `100%|${'#'.repeat(20)}| 10000/10000`],
+      [2, 'done'],
+      [3, 'step 2/2'],
+      [4, 'frame at the end'],
+    ]);
+    outbox.close();
+  });
 });

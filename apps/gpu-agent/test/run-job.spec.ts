@@ -195,6 +195,37 @@ describe('RunJob: the lifecycle of one run', () => {
     expect(leftovers(a.runId)).toEqual([]);
   });
 
+  it('a calibration run: nothing to download, the reference engine resolved in the checkout like the baseline', async () => {
+    const read = `import json; s = json.load(open('{spec}')); print('mode=' + s['mode']); print('ref=' + s['referenceEngine']); print('base=' + s['baselineEngine'])`;
+    const script = [`/usr/bin/python3 -c "${read}"`, `printf '%s\\n' '${JSON.stringify(RESULT)}' >&3`].join(
+      '; ',
+    );
+    const t = host(config(script));
+    const base = assign();
+    const a: RunAssign = {
+      ...base,
+      mode: 'calibration',
+      submission: null,
+      spec: {
+        ...base.spec,
+        mode: 'calibration',
+        referenceEngine: 'harness/reference/toy',
+      } as RunAssign['spec'],
+    };
+    await new RunJob(a, t.h, []).execute();
+    const out = t
+      .lines()
+      .filter((l) => l.stream === 'out')
+      .map((l) => l.text);
+    expect(out).toEqual([
+      'mode=calibration',
+      `ref=${path.join(workDir, 'harness/reference/toy')}`,
+      `base=${path.join(workDir, 'starters/toy-decode/engine')}`,
+    ]);
+    expect(t.lines().some((l) => l.text.includes('calibration: no submission to fetch'))).toBe(true);
+    expect(t.finished).toHaveLength(1);
+  });
+
   it("hands the slot's CPU list to the harness (DRYFT_ENGINE_CPUS), and nothing for a slot without one", async () => {
     const script = [
       'echo "cpus=[${DRYFT_ENGINE_CPUS-unset}]"',

@@ -23,17 +23,14 @@ from typing import Optional
 
 from .. import jail
 from ..channel_errors import ChannelClosed, ProtocolError
-from ..events import RunFailure
 from ..paths import relative_to_submission
 from .channel import Channel, Deadline, encode_generate, encode_json
+from .failures import EngineFailure  # noqa: F401 (defined there, re-exported)
+from .freezer import Family
 from .memory import Measurer, Monitor
 
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 KILL_GRACE_SECONDS = 2.0
-
-
-class EngineFailure(RunFailure):
-    """A verdict against the engine: code is one of the failure codes of events.ts."""
 
 
 @dataclass
@@ -64,6 +61,20 @@ class Sample:
         return [[step[b] for step in self.steps] for b in range(batch)]
 
 
+def _started(pids) -> dict:
+    """{pid: start time} from /proc/<pid>/stat (field 22) of those that exist and are not zombies."""
+    out = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                rest = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if rest[0] not in (b"Z", b"X"):
+            out[pid] = int(rest[19])
+    return out
+
+
 # The PYTHONHASHSEED every engine child runs with (harness/README.md, "Timing and score").
 ENGINE_HASH_SEED = "0"
 
@@ -71,7 +82,7 @@ ENGINE_HASH_SEED = "0"
 @dataclass
 class EngineProcess:
     submission_dir: str
-    role: str  # "baseline" | "candidate", for messages
+    role: str  # "baseline" | "reference" | "candidate", for messages
     measurer: Measurer
     memory_limit: Optional[int]
     proc: Optional[subprocess.Popen] = None
@@ -81,8 +92,11 @@ class EngineProcess:
     extra_env: dict = field(default_factory=dict)
     limits: Optional[jail.JailLimits] = None
     inside_dir: Optional[str] = None  # the workspace's path as the child sees it
+    family: Optional[Family] = None  # every process of the child, for the freezer (freezer.py)
+    _seen: dict = field(default_factory=dict)  # pid -> start time of members seen before a stop
 
-    def start(self) -> None:
+    def start(self, cgroup: Optional[str] = None) -> None:
+        """cgroup: the folder its child is born in (Freezer.prepare), or None."""
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         child_fd = child_sock.fileno()
         env = dict(os.environ)
@@ -109,6 +123,7 @@ class EngineProcess:
                 role=self.role,
                 memory_limit=self.memory_limit,
                 engine=True,
+                cgroup=cgroup,
             )
         except jail.JailError:
             parent_sock.close()
@@ -119,6 +134,33 @@ class EngineProcess:
         self.monitor = Monitor(self.measurer, self.proc.pid, self.memory_limit, lambda: self.kill("memory"))
         self.monitor.start()
 
+    # -- the freezer (freezer.py: the idle engine is stopped while the other one is timed) ------
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _family(self) -> Family:
+        if self.family is None:
+            self.family = Family(self.proc.pid)
+        return self.family
+
+    def freeze(self) -> list[int]:
+        """Stops every process of the child (cgroup freezer or SIGSTOP, verified); returns them.
+        freezer.FreezeError naming why where it cannot within freezer.STOP_TIMEOUT_S."""
+        members = self._family().freeze()
+        self._seen.update(_started(members))  # what close() must kill even if it leaves the tree
+        return members
+
+    def thaw(self) -> None:
+        """Resumes what freeze() stopped (a no-op when it is not frozen)."""
+        if self.family is not None:
+            self.family.thaw()
+
+    def cpu_ns(self) -> int:
+        """CPU time of every process of the child so far, with what its exited children used."""
+        return self._family().cpu_ns()
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def kill(self, reason: str = "stop") -> None:
@@ -127,25 +169,38 @@ class EngineProcess:
             return
         if self.killed_for is None:
             self.killed_for = reason
+        self.thaw()  # a stopped process would hold its TERM until the grace ran out
         pgid = self.proc.pid
-        for sig, wait in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
-            members = jail.family(pgid) if sig == signal.SIGKILL else []
-            try:
-                os.killpg(pgid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            for pid in members:  # those that left the group (in the jail: the whole pid namespace)
+        # Listed before anything is signalled: once the leader is gone, a member that left its
+        # group (setsid) is re-parented away from the tree, and no later walk finds it.
+        if self.proc.poll() is None:
+            self._seen.update(_started(jail.family(pgid)))
+
+        def kill_members() -> None:
+            now = _started(jail.family(pgid) if self.proc.poll() is None else [])
+            for pid, start in sorted({**self._seen, **now}.items()):
+                if _started([pid]).get(pid) != start:
+                    continue  # gone, or the number is another process's now
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+        for sig, wait in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if sig == signal.SIGKILL:
+                kill_members()  # those that left the group (in the jail: the whole pid namespace)
             try:
                 self.proc.wait(timeout=wait)
-                # the leader is gone; make sure no member of its group survives it
+                # the leader is gone; make sure no member of its group, or that left it, survives it
                 try:
                     os.killpg(pgid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+                kill_members()
                 return
             except subprocess.TimeoutExpired:
                 continue
@@ -154,6 +209,8 @@ class EngineProcess:
         """Ask the child to quit, then make sure its group is gone."""
         if self.proc is None:
             return
+        if self.proc.poll() is None:
+            self._seen.update(_started(jail.family(self.proc.pid)))  # before it can exit and orphan them
         if self.proc.poll() is None and self.channel is not None and not self.channel.closed:
             try:
                 self.channel.send(encode_json(b"Q", {}))
@@ -161,6 +218,10 @@ class EngineProcess:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill("stop")
+        for group in (self.family.cgroup, self.family.leftover) if self.family is not None else ():
+            if group is not None:
+                group.kill()  # whatever of it left the process group and the tree
+                group.remove()
         jail.notify(self.role, "stopped")
         if self.monitor is not None:
             self.monitor.stop()
@@ -221,6 +282,9 @@ class EngineProcess:
         deadline (the child is stopped), the engine's own error as it raised it, a broken frame
         (`broken` with the reason) or another answer (`unexpected` with its tag) a protocol failure."""
         self.channel.send(frame)
+        self._answer(answer, deadline_ns, during, timed_out, broken, unexpected)
+
+    def _answer(self, answer: bytes, deadline_ns: int, during: str, timed_out: str, broken: str, unexpected: str) -> None:
         try:
             tag, payload, _ = self.channel.recv(deadline_ns)
         except Deadline:
@@ -238,9 +302,18 @@ class EngineProcess:
             raise EngineFailure("candidate_error", unexpected.format(repr(tag)))
 
     def load(self, model_path: str, deadline_ns: int, deadline_text: str) -> None:
-        self._ask(encode_json(b"L", {"modelPath": model_path}), b"R", deadline_ns, "Engine(model_path)",
-                  f"Engine(model_path) did not return within {deadline_text}; the engine process was stopped.",
-                  "Engine(model_path): {}", "Engine(model_path): unexpected frame {} from the engine process")
+        self.begin_load(model_path)
+        self.finish_load(deadline_ns, deadline_text)
+
+    def begin_load(self, model_path: str) -> None:
+        """Sends Engine(model_path) without waiting: the engines of one run load side by side
+        (untimed), and the parent loads its reference model meanwhile."""
+        self.channel.send(encode_json(b"L", {"modelPath": model_path}))
+
+    def finish_load(self, deadline_ns: int, deadline_text: str) -> None:
+        self._answer(b"R", deadline_ns, "Engine(model_path)",
+                     f"Engine(model_path) did not return within {deadline_text}; the engine process was stopped.",
+                     "Engine(model_path): {}", "Engine(model_path): unexpected frame {} from the engine process")
 
     def prepare(self, deadline_ns: int, deadline_text: str) -> None:
         """Untimed barrier before a sample: the child collects garbage and answers."""

@@ -34,9 +34,10 @@ BOOTSTRAP_RESAMPLES = 2000
 LEVEL = 0.95
 
 
-def order(pair_index: int) -> tuple[str, str]:
-    """The order of the two samples of pair `pair_index` (0-based): AB, BA, AB, BA, …"""
-    return ("baseline", "candidate") if pair_index % 2 == 0 else ("candidate", "baseline")
+def order(pair_index: int, first: str = "baseline", second: str = "candidate") -> tuple[str, str]:
+    """The order of the two samples of pair `pair_index` (0-based): AB, BA, AB, BA, … where A is
+    `first` (the trusted engine: the reference, or the baseline) and B `second`."""
+    return (first, second) if pair_index % 2 == 0 else (second, first)
 
 
 def ratios(baseline_ms: Sequence[float], candidate_ms: Sequence[float]) -> list[float]:
@@ -88,6 +89,29 @@ def widen(low: float, high: float, point: float, run_spread_pct: Optional[float]
     below = max(0.0, math.log(point / low))
     above = max(0.0, math.log(high / point))
     return point * math.exp(-math.hypot(below, extra)), point * math.exp(math.hypot(above, extra))
+
+
+def widen_log(low: float, high: float, point: float, extra_log: float) -> tuple[float, float]:
+    """(low, high) around `point` with a further log-scale half-width `extra_log` combined in
+    quadrature on each side: how K's own 95 % interval enters a score's absolute interval."""
+    if not extra_log:
+        return low, high
+    below = max(0.0, math.log(point / low))
+    above = max(0.0, math.log(high / point))
+    return point * math.exp(-math.hypot(below, extra_log)), point * math.exp(math.hypot(above, extra_log))
+
+
+def scaled_score(per_workload: Sequence[Sequence[float]], ks: Sequence[float]) -> float:
+    """100 × geometric mean over workloads of K_w × the median ratio (reference ÷ candidate): the
+    score in baseline points when the candidate was paired with the reference engine."""
+    return 100.0 * geomean([k * statistics.median(r) for k, r in zip(ks, per_workload)])
+
+
+def k_log_half_width(intervals: Sequence[tuple[float, float]]) -> float:
+    """K's log-scale half-width for a score over these workloads, from each workload's 95 % interval
+    (low, high) of K_w: the mean of the workloads' own half-widths, as if they were fully correlated
+    (a machine that runs the baseline slow runs it slow on every workload), never less."""
+    return sum(math.log(high / low) / 2.0 for low, high in intervals) / len(intervals)
 
 
 def half_width_pct(low: float, high: float, point: float) -> float:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import site
 import subprocess
@@ -108,6 +109,7 @@ class _Runner:
         self.submission_dir = os.path.abspath(submission_dir)
         self.submission_path = os.path.join(self.submission_dir, "submission.py")
         self.proc: Optional[subprocess.Popen] = None
+        self.cache_dir: Optional[str] = None  # this run's compile caches (unjailed; start_child)
         self.limits: Optional[jail.JailLimits] = None
         self.trained: dict = {}
         self.training_wall: Optional[float] = None
@@ -127,6 +129,11 @@ class _Runner:
         env["PYTHONPATH"] = HARNESS_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONSTARTUP", None)
+        if not jail.enabled():
+            # every run compiles from an empty cache (jail.COMPILE_CACHE_VARS says why); in the jail
+            # its fresh /tmp holds them, here a folder made for this run and removed with it
+            self.cache_dir = tempfile.mkdtemp(prefix="dryft-caches-")
+            env.update(jail.fresh_caches(self.cache_dir))
         # -I would drop PYTHONPATH; -s keeps user site-packages out, -P-like safety comes from cwd below.
         cmd = [sys.executable, "-s", "-m", "harness.training.child", str(p2c_r), str(c2p_w)]
         # Its own process group (compile workers die with it); under the agent, its own jail too.
@@ -143,6 +150,14 @@ class _Runner:
         self.reader = protocol.Reader(c2p_r, max_payload=self.spec.eval_examples * task.sequence_length * 4 + 4096)
 
     def stop_child(self) -> None:
+        try:
+            self._stop_child()
+        finally:
+            if self.cache_dir is not None:
+                shutil.rmtree(self.cache_dir, ignore_errors=True)
+                self.cache_dir = None
+
+    def _stop_child(self) -> None:
         if self.proc is None:
             return
         if self.proc.poll() is None:

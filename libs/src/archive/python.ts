@@ -2071,3 +2071,139 @@ function escapeError(body: string, bytes: boolean): string | null {
   }
   return null;
 }
+
+// ------------------------------------------------------------------ what a submission.py may not use
+
+/** Modules a single-file submission may not import: the network and other processes. */
+const FORBIDDEN_MODULES = new Set([
+  'socket',
+  'ssl',
+  'socketserver',
+  'urllib',
+  'urllib3',
+  'http',
+  'requests',
+  'httpx',
+  'aiohttp',
+  'websocket',
+  'websockets',
+  'ftplib',
+  'smtplib',
+  'telnetlib',
+  'xmlrpc',
+  'subprocess',
+  'pty',
+]);
+/** Attributes of a module that load weights, reach the network or start processes. */
+const FORBIDDEN_ATTRIBUTES: Record<string, (name: string) => boolean> = {
+  torch: (n) => n === 'load' || n === 'hub',
+  os: (n) => n === 'system' || n === 'popen' || n.startsWith('exec') || n.startsWith('spawn'),
+};
+
+function forbiddenWhy(module: string, attribute?: string): string | null {
+  const top = module.split('.')[0];
+  if (attribute === undefined) {
+    if (FORBIDDEN_MODULES.has(top))
+      return top === 'subprocess' || top === 'pty'
+        ? `${module} starts other processes, which the rules do not allow`
+        : `${module} is a network module; the evaluator has no network and the rules do not allow one`;
+    if (module === 'torch.hub')
+      return 'torch.hub downloads weights; trainable weights must start from a random initialization';
+    return null;
+  }
+  if (!FORBIDDEN_ATTRIBUTES[top]?.(attribute) || module !== top) return null;
+  if (top === 'torch')
+    return attribute === 'load'
+      ? 'torch.load is not allowed: no hard-coded weights (trainable weights must use a random initialization and be updated during training)'
+      : 'torch.hub downloads weights; trainable weights must start from a random initialization';
+  return `os.${attribute} starts other processes, which the rules do not allow`;
+}
+
+/**
+ * What a submission.py uses that the rules forbid and that can be seen without running it: imports
+ * of network and process modules, `torch.load` / `torch.hub`, `os.system` and the like (as
+ * `module.attr` or `from module import attr`). Names in strings and comments do not count; a use
+ * through an alias is left to the evaluator's run-time checks. Valid Python only (parse first).
+ */
+export function forbiddenUses(source: string): EntryPointProblem[] {
+  const text = source.startsWith('\ufeff') ? source.slice(1) : source;
+  const toks = tokenize(text).filter((t) => t.type !== 'error');
+  const out: EntryPointProblem[] = [];
+  const flag = (tok: Token, why: string | null) => {
+    if (why) out.push({ line: tok.line, column: tok.col, message: why });
+  };
+  const atStart = (k: number) => {
+    const p = toks[k - 1];
+    return (
+      !p ||
+      p.type === 'newline' ||
+      p.type === 'indent' ||
+      p.type === 'dedent' ||
+      (p.type === 'op' && p.value === ';') ||
+      (p.type === 'op' && p.value === ':')
+    );
+  };
+  /** A dotted name starting at k: its text and the index after it. */
+  const dotted = (k: number): [string, number] => {
+    let name = '';
+    while (toks[k]?.type === 'op' && toks[k].value === '.') {
+      name += '.';
+      k++;
+    }
+    while (toks[k]?.type === 'name') {
+      name += toks[k].value;
+      if (toks[k + 1]?.type === 'op' && toks[k + 1].value === '.' && toks[k + 2]?.type === 'name') {
+        name += '.';
+        k += 2;
+      } else {
+        k++;
+        break;
+      }
+    }
+    return [name, k];
+  };
+  for (let k = 0; k < toks.length; k++) {
+    const t = toks[k];
+    if (t.type !== 'name') continue;
+    if (t.value === 'import' && atStart(k)) {
+      let j = k + 1;
+      for (;;) {
+        const [name, next] = dotted(j);
+        if (name) flag(toks[j], forbiddenWhy(name));
+        j = next;
+        if (toks[j]?.type === 'name' && toks[j].value === 'as') j += 2;
+        if (toks[j]?.type === 'op' && toks[j].value === ',') j++;
+        else break;
+      }
+      k = j - 1;
+    } else if (t.value === 'from' && atStart(k)) {
+      const [module, next] = dotted(k + 1);
+      if (module.startsWith('.')) continue;
+      const modWhy = forbiddenWhy(module);
+      if (modWhy) {
+        flag(toks[k + 1], modWhy);
+        continue;
+      }
+      let j = next;
+      if (toks[j]?.value !== 'import') continue;
+      j++;
+      if (toks[j]?.type === 'op' && toks[j].value === '(') j++;
+      while (toks[j]?.type === 'name') {
+        flag(toks[j], forbiddenWhy(module, toks[j].value) ?? forbiddenWhy(`${module}.${toks[j].value}`));
+        j++;
+        if (toks[j]?.type === 'name' && toks[j].value === 'as') j += 2;
+        if (toks[j]?.type === 'op' && toks[j].value === ',') j++;
+        else break;
+      }
+    } else if (
+      FORBIDDEN_ATTRIBUTES[t.value] &&
+      toks[k + 1]?.type === 'op' &&
+      toks[k + 1].value === '.' &&
+      toks[k + 2]?.type === 'name' &&
+      !(toks[k - 1]?.type === 'op' && toks[k - 1].value === '.')
+    ) {
+      flag(t, forbiddenWhy(t.value, toks[k + 2].value));
+    }
+  }
+  return out;
+}

@@ -1,4 +1,4 @@
-import { checkEngineModule, checkSubmissionModule, parsePython } from './python';
+import { checkEngineModule, checkSubmissionModule, forbiddenUses, parsePython } from './python';
 import { readTar, TarEntry, TarFormatError } from './tar';
 
 /**
@@ -9,6 +9,8 @@ export const ARCHIVE_LIMITS = {
   compressedBytes: 2 * 1024 * 1024,
   expandedBytes: 16 * 1024 * 1024,
   files: 200,
+  /** The .py files of one archive, together: what the syntax check reads per upload. */
+  pythonBytes: 4 * 1024 * 1024,
 } as const;
 
 export const SINGLE_FILE_LIMITS = { bytes: 256 * 1024, filename: 'submission.py' } as const;
@@ -39,7 +41,8 @@ export const ARCHIVE_RULES = {
   unique_names: 'No duplicate names, also after ignoring case and Unicode normalization',
   extensions: `Allowed file types only: ${ALLOWED_EXTENSIONS.join(' ')}`,
   text: 'UTF-8 text files only (no binaries, no macOS ._ files)',
-  python_syntax: 'Every .py file is valid Python 3.11 (checked without running it)',
+  python_syntax:
+    'Every .py file is valid Python 3.11 (checked without running it), at most 4 MiB of Python in all',
 } as const;
 export type ArchiveRule = keyof typeof ARCHIVE_RULES;
 
@@ -49,6 +52,8 @@ export const SINGLE_FILE_RULES = {
   text: 'UTF-8 text',
   python_syntax: 'Valid Python 3.11 (checked without running it)',
   entrypoint: 'Defines SUBMISSION = Submission(build_model=..., build_optimizer=...) at module level',
+  forbidden_uses:
+    'No torch.load or torch.hub, no network modules (socket, urllib, http, requests …), no subprocess or os.system: checked without running it',
 } as const;
 export type SingleFileRule = keyof typeof SINGLE_FILE_RULES;
 
@@ -318,8 +323,19 @@ export function validateTar(
  * imported is refused at upload, before it can spend a run.
  */
 function checkPythonFiles(files: ValidatedFile[], problems: RuleProblem<ArchiveRule>[]): void {
-  for (const file of files) {
-    if (!file.path.endsWith('.py')) continue;
+  // Bounded before anything is parsed: what one upload can cost the checker does not grow with the
+  // 16 MiB expanded limit.
+  const python = files.filter((f) => f.path.endsWith('.py'));
+  const pythonBytes = python.reduce((sum, f) => sum + f.size, 0);
+  if (pythonBytes > ARCHIVE_LIMITS.pythonBytes) {
+    const largest = [...python].sort((a, b) => b.size - a.size)[0];
+    problems.push({
+      rule: 'python_syntax',
+      message: `The .py files add up to ${pythonBytes} bytes; at most ${ARCHIVE_LIMITS.pythonBytes} bytes (4 MiB) of Python are checked per archive. Remove generated or vendored Python (the largest is ${JSON.stringify(largest.path)}, ${largest.size} bytes).`,
+    });
+    return;
+  }
+  for (const file of python) {
     const mod = parsePython(utf8.decode(file.content));
     if (mod.error) {
       problems.push(pythonProblem('python_syntax', file.path, mod.error));
@@ -390,6 +406,8 @@ export function validateSingleFile(filename: string, content: Uint8Array): Valid
     else {
       const entry = checkSubmissionModule(mod);
       if (entry) problems.push(pythonProblem('entrypoint', shown, entry));
+      for (const use of forbiddenUses(utf8.decode(content)))
+        problems.push(pythonProblem('forbidden_uses', shown, use));
     }
   }
   return {

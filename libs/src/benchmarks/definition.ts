@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RuntimePins } from './runtime-pins';
 import { DecodeChecks, DecodeLimits, DecodeWorkload, TrainingSpecTask } from '../harness/spec';
 import { DEFAULT_LOG_LIMITS, LogLimits } from './log-cap';
 
@@ -8,6 +9,14 @@ import { DEFAULT_LOG_LIMITS, LogLimits } from './log-cap';
  * changed at run time through the organizer API (stored in the database, never in the file).
  */
 const Id = z.string().regex(/^[a-z0-9][a-z0-9-]{1,62}$/, 'lowercase letters, digits and dashes');
+
+/** How many of the board's best are verified, and how many times each is re-run. */
+export const FinalBoardSettings = z.object({
+  topK: z.number().int().min(1).max(100),
+  reruns: z.number().int().min(1).max(25),
+});
+export type FinalBoardSettings = z.infer<typeof FinalBoardSettings>;
+export const DEFAULT_FINAL_BOARD: FinalBoardSettings = { topK: 10, reruns: 3 };
 
 const Common = z.object({
   id: Id,
@@ -35,12 +44,42 @@ const Common = z.object({
   announcement: z.string().optional(),
   /** The cap on each run's stored log (libs/src/benchmarks/log-cap.ts): defaults when left out. */
   logs: LogLimits.default(DEFAULT_LOG_LIMITS),
+  /**
+   * The page's pinned runtime versions, checked against each run's agent (runtime-pins.ts); left
+   * out, nothing is checked (CPU practice benchmarks run on the agent's own Python).
+   */
+  runtimePins: RuntimePins.optional(),
+  /**
+   * The verified final board (docs/API.md, "Final board"): at round close the top `topK` holders'
+   * best runs are re-run `reruns` times each and ranked by the median. Left out: no final board
+   * is started at a scheduled close (the organizer may still start one with these defaults).
+   */
+  finalBoard: FinalBoardSettings.optional(),
 });
 
 export const DailyLimits = z.object({
   public: z.number().int().positive().optional(),
   official: z.number().int().positive().optional(),
 });
+
+/**
+ * A hidden workload of a definition: its shape, and its prompt seed where the operator's private
+ * BENCHMARKS_DIR supplies one. The shipped config/benchmarks carry shapes only; the hub derives
+ * the seed of a hidden workload without one from its per-install secret (README, "Hidden workloads").
+ */
+export const HiddenWorkload = DecodeWorkload.extend({ seed: DecodeWorkload.shape.seed.optional() });
+export type HiddenWorkload = z.infer<typeof HiddenWorkload>;
+
+/** How an organizer's calibration of K runs by default (POST …/baselines/remeasure may override). */
+export const CalibrationDefaults = z.object({
+  /** Stop adding pairs once K's 95 % half-width is within ± this percent. */
+  targetHalfWidthPct: z.number().positive().max(50).default(1),
+  /** The most baseline/reference pairs per workload of one calibration run. */
+  maxPairs: z.number().int().positive().default(200),
+  /** The most GPU seconds one calibration run spends on its pairs. */
+  budgetSeconds: z.number().positive().default(600),
+});
+export type CalibrationDefaults = z.infer<typeof CalibrationDefaults>;
 
 export const DecodeBenchmarkDefinition = Common.extend({
   kind: z.literal('decode'),
@@ -52,9 +91,19 @@ export const DecodeBenchmarkDefinition = Common.extend({
     checkpoint: z.string().optional(),
     revision: z.string().optional(),
   }),
+  /** The sandbox's runtime versions in words (the benchmark page's runtime pins), e.g. "Python 3.11, CUDA 12.4, PyTorch 2.5.1". */
+  runtime: z.string().optional(),
   /** Trusted baseline engine folder (score 100). */
   baselineEngine: z.string(),
-  workloads: z.object({ public: z.array(DecodeWorkload).min(1), hidden: z.array(DecodeWorkload).min(1) }),
+  /**
+   * Folder of the trusted, harness-owned reference engine (steady, fast) that official runs pair the
+   * candidate with, scored in baseline points through the calibrated K; null: paired with the
+   * baseline as before.
+   */
+  referenceEngine: z.string().nullable().default(null),
+  /** The organizer's calibration of K (baseline time ÷ reference time per hardware key). */
+  calibration: CalibrationDefaults.default({ targetHalfWidthPct: 1, maxPairs: 200, budgetSeconds: 600 }),
+  workloads: z.object({ public: z.array(DecodeWorkload).min(1), hidden: z.array(HiddenWorkload).min(1) }),
   samples: z
     .object({
       /** Timed candidate samples per workload in a public run: one, as the page promises. */
@@ -139,6 +188,18 @@ export const BenchmarkDefinition = z
   });
 export type BenchmarkDefinition = z.infer<typeof BenchmarkDefinition>;
 
+/**
+ * What the benchmark page says about K on one hardware key: "100 = the baseline; calibrated on
+ * NVIDIA H200 to ±0.8 %" (the current rules version's pooled calibration).
+ */
+export const CalibrationSummary = z.object({
+  hardware: z.string(),
+  halfWidthPct: z.number(),
+  pairs: z.number().int(),
+  runs: z.number().int(),
+});
+export type CalibrationSummary = z.infer<typeof CalibrationSummary>;
+
 /** What anyone may read about a benchmark: no hidden workloads, seeds or model paths. */
 export const PublicBenchmark = z.object({
   id: z.string(),
@@ -157,6 +218,8 @@ export const PublicBenchmark = z.object({
     maxBytes: z.number().optional(),
   }),
   scoring: z.object({ unit: z.string(), description: z.string() }),
+  /** The top folder of "Download template" (the starter folder's name). */
+  starterFolder: z.string().optional(),
   announcement: z.string().nullable(),
   /** The last rules change (a version bump): when, and the organizer's reason; null before any. */
   rulesChangedAt: z.string().nullable().optional(),
@@ -174,12 +237,24 @@ export const PublicBenchmark = z.object({
     .optional(),
   checks: DecodeChecks.optional(),
   limits: DecodeLimits.optional(),
+  /** Decode: the hardware keys whose K is calibrated under the current rules (empty: none yet). */
+  calibrations: z.array(CalibrationSummary).optional(),
+  /** Decode: runs per team per UTC day by mode; a mode left out has no daily limit. */
+  dailyLimits: DailyLimits.optional(),
+  /** The verified final board's k and m (null: the definition sets none). */
+  finalBoard: FinalBoardSettings.nullable().optional(),
+  /** Decode: the pinned checkpoint (never the agents' path to it) and the runtime in words. */
+  model: z.object({ checkpoint: z.string().nullable(), revision: z.string().nullable() }).optional(),
+  runtime: z.string().nullable().optional(),
+  /** Training: the most parameter and persistent-buffer elements a model may hold. */
+  maxModelStateElements: z.number().int().optional(),
   tiers: z
     .array(
       z.object({
         id: z.string(),
         title: z.string(),
         trainingSeconds: z.number(),
+        evalSeconds: z.number().optional(),
         dailyLimit: z.number(),
         ranked: z.boolean(),
         datasets: z.array(z.object({ id: z.string(), title: z.string() })),

@@ -120,6 +120,37 @@ export const ScoreInterval = z.object({
 });
 export type ScoreInterval = z.infer<typeof ScoreInterval>;
 
+/**
+ * What a decode score was measured against. `reference`: paired with the trusted reference engine
+ * and scaled by K (baseline time ÷ reference time, calibrated per hardware key); `baseline`: paired
+ * with (official) or compared to (public) the eager baseline itself, the fallback where no K exists.
+ */
+export const ScoringBasis = z.object({
+  against: z.enum(['reference', 'baseline']),
+  calibrated: z.boolean(),
+  hardware: z.string(),
+  /** K's 95 % half-width over this run's workloads, percent (null without K). */
+  kHalfWidthPct: z.number().nonnegative().nullable(),
+  note: z.string(),
+});
+export type ScoringBasis = z.infer<typeof ScoringBasis>;
+
+/**
+ * A calibration run's measurement (spec mode `calibration`): per workload, one ratio per pair,
+ * baseline totalMs ÷ reference totalMs on the same prompts (interleaved AB/BA). The hub pools the
+ * runs of one benchmark, rules version and hardware key into K.
+ */
+export const MeasuredCalibration = z.object({
+  hardware: z.string(),
+  pairs: z.number().int().positive(),
+  /** Wall seconds the run held its engines: loads, warm-ups and pairs (what the calibration cost). */
+  seconds: z.number().nonnegative(),
+  /** This run's own 95 % half-width of K (geometric mean over workloads), percent. */
+  halfWidthPct: z.number().nonnegative(),
+  workloads: z.record(z.string(), z.object({ ratios: z.array(z.number().positive()).min(1) })),
+});
+export type MeasuredCalibration = z.infer<typeof MeasuredCalibration>;
+
 /** The verdict. Exactly one per run, always the last event. */
 export const HarnessResultEvent = z.object({
   type: z.literal('result'),
@@ -132,8 +163,26 @@ export const HarnessResultEvent = z.object({
   metrics: z.record(z.string(), z.number()),
   /** For candidate_error / incorrect_output: the traceback or first bad position, shown to the team. */
   detail: z.string().optional(),
-  /** Decode, official and succeeded: the score's 95 % interval. */
+  /**
+   * Decode, official and succeeded: the score's 95 % **ranking interval** (the pairs alone, widened
+   * by runSpreadPct; K is shared by everyone on the board): the leaderboard's ≈ marks use it.
+   */
   interval: ScoreInterval.optional(),
+  /** Decode, official: the **absolute interval**, the ranking interval with K's interval folded in. */
+  absoluteInterval: ScoreInterval.nullable().optional(),
+  /** Decode, official and public: what the score was measured against. */
+  scoring: ScoringBasis.nullable().optional(),
+  /**
+   * Decode, official: the run's secret nonce (32 lowercase hex) mixed into the hidden workloads'
+   * prompt seeds. Organizers only: the hub never shows it to the team, the harness never logs it.
+   */
+  promptNonce: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .nullable()
+    .optional(),
+  /** Decode, calibration run (spec mode `calibration`), succeeded: the pairs' ratios the hub pools. */
+  calibration: MeasuredCalibration.optional(),
   /** Decode, official: pairs measured per workload. */
   pairs: z.number().int().positive().optional(),
   /** Decode, public: one unpaired sample against the cached baseline, feedback only. */
@@ -149,7 +198,8 @@ export const HarnessResultEvent = z.object({
  */
 export const HarnessChildEvent = z.object({
   type: z.literal('child'),
-  role: z.enum(['baseline', 'candidate', 'training']),
+  /** `baseline` and `reference` are trusted engines the harness owns; `candidate` and `training` are not. */
+  role: z.enum(['baseline', 'reference', 'candidate', 'training']),
   state: z.enum(['started', 'stopped']),
 });
 export type HarnessChildEvent = z.infer<typeof HarnessChildEvent>;

@@ -15,6 +15,45 @@ export const DecodeWorkload = z.object({
 });
 export type DecodeWorkload = z.infer<typeof DecodeWorkload>;
 
+/**
+ * A workload as the spec carries it. `hidden` (official runs, default false): one of the
+ * benchmark's hidden workloads, whose prompt seed the harness mixes with the run's secret nonce so
+ * that every official run draws fresh prompts (harness/README.md).
+ */
+export const SpecWorkload = DecodeWorkload.extend({ hidden: z.boolean().optional() });
+export type SpecWorkload = z.infer<typeof SpecWorkload>;
+
+/**
+ * The hub's calibration of one hardware key (issue 29): per workload, K = baseline time ÷ reference
+ * time (the median of every pooled pair of the organizer's calibration runs) and K's 95 % interval
+ * (`low`, `high`), widened by the spread between machines of that key. `halfWidthPct`: the mean of
+ * the workloads' log half-widths as a percent; `pairs`: the fewest pooled pairs of any workload;
+ * `runs`: the calibration runs pooled. Pooled by `poolCalibration` (libs/src/benchmarks/calibration.ts).
+ */
+export const CalibrationK = z.object({
+  hardware: z.string(),
+  halfWidthPct: z.number().nonnegative(),
+  pairs: z.number().int().nonnegative(),
+  runs: z.number().int().nonnegative(),
+  workloads: z.record(
+    z.string(),
+    z.object({ k: z.number().positive(), low: z.number().positive(), high: z.number().positive() }),
+  ),
+});
+export type CalibrationK = z.infer<typeof CalibrationK>;
+
+/**
+ * What a calibration run (mode `calibration`) measures: interleaved baseline/reference pairs, added
+ * until K's 95 % half-width is within ± targetHalfWidthPct, or maxPairs per workload, or
+ * budgetSeconds of the run's GPU time, whichever comes first.
+ */
+export const CalibrateSettings = z.object({
+  targetHalfWidthPct: z.number().positive(),
+  maxPairs: z.number().int().positive(),
+  budgetSeconds: z.number().positive(),
+});
+export type CalibrateSettings = z.infer<typeof CalibrateSettings>;
+
 export const DecodeLimits = z.object({
   /** Budget for `Engine(model_path)`; untimed for the score. */
   loadSeconds: z.number().positive(),
@@ -72,14 +111,22 @@ export const DecodeSpec = z.object({
    * `baseline`: an organizer's re-measure. No submission: the harness times only the trusted
    * baseline engine, in its own child, `samplesPerWorkload` timed samples per workload, and reports
    * the medians in its result (`baseline`); the hub caches them under the run's hardware key.
+   * `calibration`: an organizer's calibration of K. No submission: the harness pairs the trusted
+   * baseline with the trusted reference engine (`calibrate` says how long) and reports each pair's
+   * ratio in its result (`calibration`); the hub pools them per hardware key.
    */
-  mode: z.enum(['public', 'official', 'baseline']),
+  mode: z.enum(['public', 'official', 'baseline', 'calibration']),
   rulesVersion: z.number().int().positive(),
   /** `toy` (pure-Python toy model) or `qwen3` (Transformers). */
   model: z.object({ family: z.enum(['toy', 'qwen3']), path: z.string() }),
   /** Directory with the baseline engine.py (trusted; shipped in starters/). */
   baselineEngine: z.string(),
-  workloads: z.array(DecodeWorkload).min(1),
+  /**
+   * Directory with the trusted, harness-owned reference engine.py (a path like baselineEngine);
+   * null: official runs pair the candidate with the baseline as before.
+   */
+  referenceEngine: z.string().nullable().optional(),
+  workloads: z.array(SpecWorkload).min(1),
   /**
    * Official runs: the least number of pairs (one baseline + one candidate sample) per workload.
    * Also the baseline's sample count when a public run finds no cached baseline. A public run's
@@ -100,6 +147,23 @@ export const DecodeSpec = z.object({
   checks: DecodeChecks,
   /** Cached baseline for this hardware and rules version; null → the harness measures it first. */
   baseline: BaselineFigures.nullable(),
+  /**
+   * Official and public runs: the hub's K for the agent's hardware key under this rules version,
+   * filled by the dispatcher like `baseline`; null: none calibrated (the harness falls back to the
+   * baseline pairing and says so in the result's `scoring.note`).
+   */
+  calibration: CalibrationK.nullable().optional(),
+  /** Mode `calibration` only: how long to calibrate. */
+  calibrate: CalibrateSettings.nullable().optional(),
+  /**
+   * Only for an organizer's audit re-run: the nonce of the run audited (32 lowercase hex); null
+   * otherwise, and the harness draws a fresh one for every official run.
+   */
+  promptNonce: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters')
+    .nullable()
+    .optional(),
 });
 export type DecodeSpec = z.infer<typeof DecodeSpec>;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storedText } from '../rest/text';
 import { Ack, AckError, refusal } from './ack';
 import { HarnessEvent, HarnessResultEvent } from '../harness/events';
 import { HarnessSpec } from '../harness/spec';
@@ -138,8 +139,11 @@ export const RunHandback = z.object({ runId: AgentRunId, reason: z.string().max(
 export const RunAssign = z.object({
   runId: z.string(),
   benchmarkId: z.string(),
-  /** `baseline`: an organizer's re-measure of the baseline engine alone (no submission). */
-  mode: z.enum(['public', 'official', 'baseline']),
+  /**
+   * `baseline`: an organizer's re-measure of the baseline engine alone; `calibration`: an
+   * organizer's calibration of K (baseline/reference pairs). Neither has a submission.
+   */
+  mode: z.enum(['public', 'official', 'baseline', 'calibration']),
   slot: z.number().int().nonnegative(),
   /** Null for a baseline re-measure: nothing to download, the harness gets an empty workspace. */
   submission: z
@@ -232,6 +236,41 @@ export const ServerToAgent = {
   'agent.revoked': AgentRevoked,
 } as const;
 
+/**
+ * What each agent event is answered with: its ack schema, or a refusal (`Ack` with `ok: false`, a
+ * {@link FinalRefusal} when resending cannot help).
+ */
+export const AgentToServerAck = {
+  'agent.ready': AgentReadyAck,
+  'agent.heartbeat': AgentHeartbeatAck,
+  'run.started': Ack,
+  'run.batch': BatchAck,
+  'run.finished': Ack,
+  'run.handback': Ack,
+} as const satisfies Record<keyof typeof AgentToServer, z.ZodType>;
+
+/**
+ * `/agents` as socket.io's typed event maps, derived from the zod maps above and used at both ends
+ * (the hub's Namespace, the gpu-agent's client socket): an event whose name, payload or answer is
+ * not in the contract does not compile. Payloads are what is sent (`z.input`: defaults may be left
+ * out); every agent event takes an ack.
+ */
+export type AgentToServerEvents = {
+  [K in keyof typeof AgentToServer]: (
+    payload: z.input<(typeof AgentToServer)[K]>,
+    answer: (ack: z.input<(typeof AgentToServerAck)[K]> | Ack) => void,
+  ) => void;
+};
+
+/** The hub's emits to an agent; only `run.assign` is awaited (its answer says whether the agent took the run). */
+export type ServerToAgentEvents = {
+  [K in Exclude<keyof typeof ServerToAgent, 'run.assign'>]: (
+    payload: z.input<(typeof ServerToAgent)[K]>,
+  ) => void;
+} & {
+  'run.assign': (payload: z.input<typeof RunAssign>, answer: (ack: RunAssignAck) => void) => void;
+};
+
 export const AgentView = z.object({
   id: z.string(),
   name: z.string(),
@@ -245,5 +284,5 @@ export const AgentView = z.object({
 });
 export type AgentView = z.infer<typeof AgentView>;
 
-export const CreateAgentBody = z.object({ name: z.string().trim().min(1).max(80) });
+export const CreateAgentBody = z.object({ name: storedText(z.string().trim().min(1).max(80)) });
 export const CreatedAgentView = AgentView.extend({ token: z.string() });

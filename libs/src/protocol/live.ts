@@ -12,6 +12,7 @@ import {
   SampleView,
 } from '../rest/runs';
 import { BenchmarkClockView } from '../rest/organizer';
+import { BenchmarkNoticeEvent } from '../live/notice';
 
 /**
  * The `/live` socket.io namespace for browsers and the CLI. Authenticated at the handshake by the
@@ -42,6 +43,14 @@ export const LiveClientToServer = {
   'team.join': JoinTeam,
   'agents.join': z.object({}),
 } as const;
+
+/** The `/live` client events as socket.io's typed event map (the hub's Namespace listens to these). */
+export type LiveClientEvents = {
+  [K in keyof typeof LiveClientToServer]: (
+    payload: z.input<(typeof LiveClientToServer)[K]>,
+    answer: (ack: JoinAck) => void,
+  ) => void;
+};
 
 export const RunLogEvent = z.object({ runId: z.string(), lines: z.array(LogLine) });
 export const RunStatusEvent = z.object({ run: RunView });
@@ -119,7 +128,9 @@ export function leaderboardDiff(
   if (
     prev.benchmarkId !== next.benchmarkId ||
     prev.rulesVersion !== next.rulesVersion ||
-    prev.ranks !== next.ranks
+    prev.ranks !== next.ranks ||
+    // A diff carries places only: a change of the board's own fields (a final board published) goes whole.
+    prev.finalPublishedAt !== next.finalPublishedAt
   )
     return null;
   const wasAt = new Map(prev.entries.map((e, i) => [holderOf(e), i]));
@@ -219,6 +230,7 @@ export const LiveServerToClient = {
   'agents.update': AgentsUpdateEvent,
   'access.revoked': AccessRevokedEvent,
   'benchmark.clock': BenchmarkClockEvent,
+  'benchmark.notice': BenchmarkNoticeEvent,
 } as const;
 
 export type LiveServerEvents = {

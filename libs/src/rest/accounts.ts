@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storedText } from './text';
 
 /** REST bodies for sign-in, the current user, teams and team API tokens. */
 export const Role = z.enum(['owner', 'admin', 'member']);
@@ -43,10 +44,10 @@ export const MeView = z.object({
 export type MeView = z.infer<typeof MeView>;
 
 export const CreateTeamBody = z.object({
-  name: z.string().trim().min(2, 'at least 2 characters').max(60, 'at most 60 characters'),
+  name: storedText(z.string().trim().min(2, 'at least 2 characters').max(60, 'at most 60 characters')),
 });
 export const JoinTeamBody = z.object({
-  code: z.string().trim().min(1, 'enter the six-character invite code'),
+  code: storedText(z.string().trim().min(1, 'enter the six-character invite code')),
 });
 export const SwitchTeamBody = z.object({ teamId: z.string().uuid('a team id') });
 export const ChangeRoleBody = z.object({ role: Role });
@@ -75,7 +76,7 @@ export const TeamDetail = z.object({
 export type TeamDetail = z.infer<typeof TeamDetail>;
 
 export const CreateTokenBody = z.object({
-  name: z.string().trim().min(1, 'give the token a name').max(80),
+  name: storedText(z.string().trim().min(1, 'give the token a name').max(80)),
   expiresAt: z
     .string()
     .datetime({ offset: true, message: 'an ISO 8601 date-time such as 2027-01-31T00:00:00Z' })

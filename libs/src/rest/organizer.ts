@@ -1,15 +1,18 @@
 import { z } from 'zod';
+import { storedText } from './text';
 import { FailureCode } from '../harness/events';
 import { RunStatus, RunView } from './runs';
 
 /** REST bodies of the organizer's console: audit log, bans, disqualifications, all-runs view, export. */
 
 /** Why an organizer did something; recorded in the audit log and shown where it applies. */
-const Reason = z
-  .string()
-  .trim()
-  .min(3, 'say why in a few words (at least 3 characters); it is recorded in the audit log')
-  .max(1000, 'at most 1000 characters');
+export const Reason = storedText(
+  z
+    .string()
+    .trim()
+    .min(3, 'say why in a few words (at least 3 characters); it is recorded in the audit log')
+    .max(1000, 'at most 1000 characters'),
+);
 
 export const AuditAction = z.enum([
   'benchmark.open_submissions',
@@ -20,6 +23,7 @@ export const AuditAction = z.enum([
   'benchmark.announcement',
   'benchmark.rules_bump',
   'baseline.remeasure',
+  'baseline.calibrate',
   'agent.create',
   'agent.drain',
   'agent.revoke',
@@ -31,6 +35,20 @@ export const AuditAction = z.enum([
   'round.clear',
   'schedule.create',
   'schedule.cancel',
+  'schedule.move',
+  /** An organizer read a team's submitted code (the files in the browser, or the archive itself). */
+  'submission.view_code',
+  'submission.download',
+  /** Extra runs of a daily limit for a team or user on a day; a run given back to its daily limit. */
+  'quota.grant',
+  'run.refund',
+  /** A re-run of one run; every eligible best run of a benchmark again; the verified final board. */
+  'run.rerun',
+  'benchmark.rerun_best',
+  'final_board.start',
+  'final_board.publish',
+  /** Not an organizer's action: a user locked out of joining by code after too many attempts (rate limits). */
+  'team.join_locked',
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;
 
@@ -40,7 +58,10 @@ export const AuditEntryView = z.object({
   actor: z.object({ id: z.string(), login: z.string() }),
   action: AuditAction,
   /** What it was done to: a benchmark id, an agent, a ban, a run. */
-  target: z.object({ kind: z.enum(['benchmark', 'agent', 'ban', 'run', 'schedule']), id: z.string() }),
+  target: z.object({
+    kind: z.enum(['benchmark', 'agent', 'ban', 'run', 'schedule', 'user', 'submission', 'team']),
+    id: z.string(),
+  }),
   benchmarkId: z.string().nullable(),
   reason: z.string().nullable(),
   /** The values set (before → after where it applies). */
@@ -57,8 +78,8 @@ export type BanSubject = z.infer<typeof BanSubject>;
 export const CreateBanBody = z
   .object({
     /** Exactly one of user (a GitHub login) or team (a team slug). */
-    user: z.string().trim().min(1).optional(),
-    team: z.string().trim().min(1).optional(),
+    user: storedText(z.string().trim().min(1)).optional(),
+    team: storedText(z.string().trim().min(1)).optional(),
     /** A benchmark id, or omit (or null) for a hub-wide ban. */
     benchmarkId: z.string().min(1).nullable().optional(),
     reason: Reason,
@@ -104,35 +125,101 @@ export type MyBanView = z.infer<typeof MyBanView>;
 
 export const DisqualifyBody = z.object({ reason: Reason }).strict();
 
+/** POST /api/admin/runs/:id/refund: the run stops counting against its holder's daily limit. */
+export const RefundRunBody = z.object({ reason: Reason }).strict();
+export type RefundRunBody = z.infer<typeof RefundRunBody>;
+
+/**
+ * POST /api/admin/benchmarks/:id/quota-grants: extra runs of one daily-limit bucket for a team (by
+ * slug) or a user (by login: benchmarks that rank users), on one UTC day (default today).
+ */
+export const QuotaGrantBody = z
+  .object({
+    team: z.string().trim().min(1).optional(),
+    user: z.string().trim().min(1).optional(),
+    bucket: z.string().trim().min(1, 'name the daily limit: "official", "public" or a tier id'),
+    extraRuns: z.number().int().min(1, 'grant at least 1 run').max(100, 'at most 100 extra runs at once'),
+    day: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/, 'a UTC day as YYYY-MM-DD')
+      .optional(),
+    reason: Reason,
+  })
+  .strict()
+  .refine((b) => (b.team === undefined) !== (b.user === undefined), {
+    message: 'name exactly one of "team" (its slug) or "user" (a GitHub login)',
+  });
+export type QuotaGrantBody = z.infer<typeof QuotaGrantBody>;
+
+export const QuotaGrantView = z.object({
+  id: z.string(),
+  benchmarkId: z.string(),
+  holder: z.object({ kind: z.enum(['team', 'user']), id: z.string(), name: z.string() }),
+  bucket: z.string(),
+  day: z.string(),
+  extraRuns: z.number().int(),
+  reason: z.string(),
+  grantedBy: z.string(),
+  createdAt: z.string(),
+});
+export type QuotaGrantView = z.infer<typeof QuotaGrantView>;
+
 /** The fewest and the most timed baseline samples per workload an organizer's re-measure may ask for. */
 export const REMEASURE_MIN_SAMPLES = 10;
 export const REMEASURE_MAX_SAMPLES = 50;
 
+/** Bounds of a calibration request (POST …/baselines/remeasure with mode "calibration"). */
+export const CALIBRATION_MIN_BUDGET_SECONDS = 30;
+export const CALIBRATION_MAX_BUDGET_SECONDS = 4 * 3600;
+export const CALIBRATION_MIN_TARGET_PCT = 0.1;
+export const CALIBRATION_MAX_TARGET_PCT = 10;
+export const CALIBRATION_MAX_PARTS = 16;
+/** The fewest pairs per workload a calibration run must bring for its ratios to be pooled. */
+export const CALIBRATION_MIN_PAIRS = 4;
+
 /**
- * POST /api/admin/benchmarks/:id/baselines/remeasure: queue a measurement of the trusted baseline
- * engine alone on one hardware key (a GPU model name as the agents report it, or "cpu"); when it
- * succeeds the hub's cached baseline for that key is replaced by its medians.
+ * POST /api/admin/benchmarks/:id/baselines/remeasure: queue, on one hardware key (a GPU model name
+ * as the agents report it, or "cpu"), either (mode `baseline`, the default) a measurement of the
+ * trusted baseline engine alone, whose medians replace the cached baseline of that key when it
+ * succeeds; or (mode `calibration`) `parts` calibration runs of K (baseline/reference pairs), each
+ * spending at most `budgetSeconds`, whose pairs join the key's pooled K when they succeed.
  */
 export const BaselineRemeasureBody = z
   .object({
+    mode: z.enum(['baseline', 'calibration']).default('baseline'),
     /** The hardware key; may be left out when the agents that can run the benchmark have one. */
-    hardware: z.string().trim().min(1).max(200).optional(),
+    hardware: storedText(z.string().trim().min(1).max(200)).optional(),
+    /** Baseline re-measures: timed samples per workload (default REMEASURE_MIN_SAMPLES). */
     samples: z.coerce
       .number()
       .int()
       .min(REMEASURE_MIN_SAMPLES, `at least ${REMEASURE_MIN_SAMPLES} timed samples per workload`)
       .max(REMEASURE_MAX_SAMPLES, `at most ${REMEASURE_MAX_SAMPLES} timed samples per workload`)
-      .default(REMEASURE_MIN_SAMPLES),
+      .optional(),
+    /** Calibration: the GPU seconds each part may spend on pairs (default: the definition's). */
+    budgetSeconds: z.coerce.number().optional(),
+    /** Calibration: stop once K's half-width is within ± this percent (default: the definition's). */
+    targetHalfWidthPct: z.coerce.number().optional(),
+    /** Calibration: how many runs to queue; each may go to a different agent of the key (default 1). */
+    parts: z.coerce.number().optional(),
     reason: Reason,
   })
   .strict();
 export type BaselineRemeasureBody = z.infer<typeof BaselineRemeasureBody>;
 
-/** One baseline re-measure (a run of mode `baseline`) as the organizer's console shows it. */
+/** One baseline re-measure or calibration run (mode `baseline` / `calibration`) as the console shows it. */
 export const BaselineRemeasureView = z.object({
   runId: z.string(),
+  mode: z.enum(['baseline', 'calibration']).default('baseline'),
   hardware: z.string(),
+  /** Baseline re-measures: timed samples per workload; calibration runs: 0. */
   samples: z.number().int(),
+  /** Calibration runs: part n of the request, and what the run was asked to spend. */
+  part: z.number().int().nullable().optional(),
+  calibrate: z
+    .object({ targetHalfWidthPct: z.number(), maxPairs: z.number().int(), budgetSeconds: z.number() })
+    .nullable()
+    .optional(),
   rulesVersion: z.number().int(),
   status: RunStatus,
   failureCode: FailureCode.nullable(),
@@ -144,7 +231,46 @@ export const BaselineRemeasureView = z.object({
 });
 export type BaselineRemeasureView = z.infer<typeof BaselineRemeasureView>;
 
-/** GET /api/admin/benchmarks/:id/baselines: the cached baselines and the latest re-measures. */
+/** One calibration run's contribution to a pooled K (stored when it succeeded and passed the checks). */
+export const CalibrationRunView = z.object({
+  runId: z.string(),
+  agentName: z.string().nullable(),
+  pairs: z.number().int(),
+  seconds: z.number(),
+  /** The run's own K half-width, as its harness reported it. */
+  halfWidthPct: z.number(),
+  /** Per workload: the median of this run's ratios, and its pairs. */
+  workloads: z.record(z.string(), z.object({ k: z.number(), pairs: z.number().int() })),
+  createdAt: z.string(),
+});
+export type CalibrationRunView = z.infer<typeof CalibrationRunView>;
+
+/** A hardware key's pooled K under one rules version, with its history (GET …/baselines). */
+export const CalibrationView = z.object({
+  hardware: z.string(),
+  rulesVersion: z.number().int(),
+  halfWidthPct: z.number(),
+  /** The fewest pooled pairs of any workload. */
+  pairs: z.number().int(),
+  runs: z.number().int(),
+  /** GPU minutes the pooled calibration runs spent on their pairs. */
+  gpuMinutes: z.number(),
+  workloads: z.record(
+    z.string(),
+    z.object({
+      k: z.number(),
+      low: z.number(),
+      high: z.number(),
+      halfWidthPct: z.number(),
+      pairs: z.number().int(),
+    }),
+  ),
+  history: z.array(CalibrationRunView),
+  updatedAt: z.string(),
+});
+export type CalibrationView = z.infer<typeof CalibrationView>;
+
+/** GET /api/admin/benchmarks/:id/baselines: the cached baselines, the pooled K's and the latest re-measures. */
 export const BaselinesView = z.object({
   benchmarkId: z.string(),
   rulesVersion: z.number().int(),
@@ -159,6 +285,15 @@ export const BaselinesView = z.object({
       ),
     }),
   ),
+  /** The definition's reference engine (null: no calibration possible, official runs pair with the baseline). */
+  referenceEngine: z.string().nullable().optional(),
+  /** The definition's calibration defaults. */
+  calibrationDefaults: z
+    .object({ targetHalfWidthPct: z.number(), maxPairs: z.number().int(), budgetSeconds: z.number() })
+    .nullable()
+    .optional(),
+  /** Pooled K per hardware key and rules version, newest rules first. */
+  calibrations: z.array(CalibrationView).default([]),
   remeasures: z.array(BaselineRemeasureView),
 });
 export type BaselinesView = z.infer<typeof BaselinesView>;
@@ -167,16 +302,21 @@ export const AdminRunView = RunView.extend({
   teamName: z.string(),
   teamSlug: z.string(),
   submissionSha256: z.string(),
+  /**
+   * Official decode runs: the secret nonce the harness mixed into the hidden prompts (organizers
+   * only, for an audit re-run; never in a participant's run view, result or log).
+   */
+  promptNonce: z.string().nullable().default(null),
 });
 export type AdminRunView = z.infer<typeof AdminRunView>;
 
 export const AdminRunsQuery = z
   .object({
-    benchmark: z.string().optional(),
+    benchmark: storedText(z.string()).optional(),
     status: RunStatus.optional(),
     failureCode: FailureCode.optional(),
     /** A team slug. */
-    team: z.string().optional(),
+    team: storedText(z.string()).optional(),
     /** Created at or after / before (ISO 8601). */
     since: z.string().datetime({ offset: true }).optional(),
     until: z.string().datetime({ offset: true }).optional(),
@@ -223,10 +363,10 @@ export type RoundView = z.infer<typeof RoundView>;
 
 export const SetRoundBody = z
   .object({
-    name: z.string().trim().min(1, 'name the round, e.g. "Round 1"').max(80),
+    name: storedText(z.string().trim().min(1, 'name the round, e.g. "Round 1"').max(80)),
     startsAt: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-01T00:00:00Z' }),
     endsAt: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-15T00:00:00Z' }),
-    reason: z.string().trim().max(1000).optional(),
+    reason: storedText(z.string().trim().max(1000)).optional(),
   })
   .strict()
   .refine((b) => new Date(b.endsAt) > new Date(b.startsAt), {
@@ -241,10 +381,19 @@ export const ScheduleBody = z
     /** What opens or closes: submissions, evaluations, or both (default). */
     target: z.enum(['submissions', 'evaluations', 'both']).default('both'),
     at: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-01T00:00:00Z' }),
-    reason: z.string().trim().max(1000).optional(),
+    reason: storedText(z.string().trim().max(1000)).optional(),
   })
   .strict();
 export type ScheduleBody = z.infer<typeof ScheduleBody>;
+
+/** Moves a pending scheduled action to another time (a close moved is announced to the teams again). */
+export const MoveScheduleBody = z
+  .object({
+    at: z.string().datetime({ offset: true, message: 'an ISO 8601 time such as 2026-12-01T00:00:00Z' }),
+    reason: storedText(z.string().trim().max(1000)).optional(),
+  })
+  .strict();
+export type MoveScheduleBody = z.infer<typeof MoveScheduleBody>;
 
 export const ScheduledActionView = z.object({
   id: z.string(),
@@ -257,6 +406,8 @@ export const ScheduledActionView = z.object({
   status: z.enum(['pending', 'running', 'done', 'canceled', 'failed']),
   finishedAt: z.string().nullable(),
   outcome: z.string().nullable(),
+  /** A close: when every team was told it is near (`round.closing`); null while not yet. */
+  noticeSentAt: z.string().nullable(),
 });
 export type ScheduledActionView = z.infer<typeof ScheduledActionView>;
 
@@ -273,7 +424,7 @@ export const BenchmarkClockView = z.object({
 export type BenchmarkClockView = z.infer<typeof BenchmarkClockView>;
 
 /** Outgoing team webhooks: events the hub posts to a team's URL, signed like GitHub's. */
-export const WebhookEvent = z.enum(['run.finished']);
+export const WebhookEvent = z.enum(['run.finished', 'round.closing', 'final_board.published']);
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 
 export const CreateWebhookBody = z
@@ -282,7 +433,13 @@ export const CreateWebhookBody = z
       .string()
       .url('a full URL such as https://ci.example.com/dryft')
       .refine((u) => /^https?:\/\//i.test(u), 'an http:// or https:// URL'),
-    events: z.array(WebhookEvent).min(1).default(['run.finished']),
+    /** Omitted: `run.finished` only (what every webhook received before the notices existed). */
+    events: z
+      .array(WebhookEvent, {
+        error: 'a list of events: run.finished, round.closing, final_board.published',
+      })
+      .min(1, 'at least one event (or leave events out for run.finished only)')
+      .default(['run.finished']),
   })
   .strict();
 export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
@@ -323,3 +480,35 @@ export const RunFinishedPayload = z.object({
   run: RunView,
 });
 export type RunFinishedPayload = z.infer<typeof RunFinishedPayload>;
+
+const WebhookTeam = z.object({ id: z.string(), slug: z.string(), name: z.string() });
+const WebhookBenchmark = z.object({ id: z.string(), title: z.string() });
+
+/**
+ * `round.closing` (X-Dryft-Event: round.closing): a scheduled close of a benchmark the team submitted
+ * to is near. Once per scheduled close; again only if the organizer moves it.
+ */
+export const RoundClosingPayload = z.object({
+  event: z.literal('round.closing'),
+  deliveryId: z.string(),
+  sentAt: z.string(),
+  team: WebhookTeam,
+  benchmark: WebhookBenchmark,
+  scheduleId: z.string(),
+  target: z.enum(['submissions', 'evaluations', 'both']),
+  closesAt: z.string(),
+  minutesLeft: z.number().int().nonnegative(),
+});
+export type RoundClosingPayload = z.infer<typeof RoundClosingPayload>;
+
+/** `final_board.published`: the verified final board of a benchmark the team submitted to is out. */
+export const FinalBoardPublishedPayload = z.object({
+  event: z.literal('final_board.published'),
+  deliveryId: z.string(),
+  sentAt: z.string(),
+  team: WebhookTeam,
+  benchmark: WebhookBenchmark,
+  publishedAt: z.string(),
+  url: z.string(),
+});
+export type FinalBoardPublishedPayload = z.infer<typeof FinalBoardPublishedPayload>;

@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import { storedText } from './text';
 import {
   FailureCode,
   HarnessCheckEvent,
   HarnessMetricEvent,
   ScoreInterval,
+  ScoringBasis,
   WorkloadSummary,
 } from '../harness/events';
 
@@ -13,9 +15,11 @@ export type RunMode = z.infer<typeof RunMode>;
 /**
  * What a run is: a team's public or official run, or `baseline`: an organizer's re-measure of the
  * trusted baseline engine alone (no submission, no team, no score; it only writes the cached
- * baseline of one hardware key, POST /api/admin/benchmarks/:id/baselines/remeasure).
+ * baseline of one hardware key, POST /api/admin/benchmarks/:id/baselines/remeasure), or
+ * `calibration`: an organizer's calibration of K on one hardware key (baseline/reference pairs, no
+ * submission, no team, no score; its pairs join that key's pooled K).
  */
-export const RunKindMode = z.enum(['public', 'official', 'baseline']);
+export const RunKindMode = z.enum(['public', 'official', 'baseline', 'calibration']);
 export type RunKindMode = z.infer<typeof RunKindMode>;
 export const RunStatus = z.enum(['queued', 'assigned', 'running', 'succeeded', 'failed', 'canceled']);
 export type RunStatus = z.infer<typeof RunStatus>;
@@ -48,6 +52,26 @@ export const SubmissionView = z.object({
 });
 export type SubmissionView = z.infer<typeof SubmissionView>;
 
+/** One file of a submission as GET /api/submissions/:id/code shows it (read only). */
+export const SubmissionCodeFile = z.object({
+  path: z.string(),
+  size: z.number().int(),
+  /** What the web highlights it as: from the file's extension. */
+  language: z.enum(['python', 'markdown', 'json', 'yaml', 'toml', 'shell', 'text']),
+  /** The file's text (UTF-8), or null where it is not shown (omitted says why). */
+  text: z.string().nullable(),
+  omitted: z.enum(['binary', 'too_large']).nullable(),
+});
+export type SubmissionCodeFile = z.infer<typeof SubmissionCodeFile>;
+
+export const SubmissionCodeView = z.object({
+  submission: SubmissionView,
+  files: z.array(SubmissionCodeFile),
+  /** True where the reader used the organizer's power (not a member of the team): the read is in the audit log. */
+  audited: z.boolean(),
+});
+export type SubmissionCodeView = z.infer<typeof SubmissionCodeView>;
+
 export const UploadResponse = z.object({ submission: SubmissionView, verdicts: z.array(RuleVerdictView) });
 export type UploadResponse = z.infer<typeof UploadResponse>;
 
@@ -72,6 +96,8 @@ export const QuotaView = z.object({
    * assigned), or failed `infra_error` / `harness_error`. They do not count in `used`.
    */
   refunded: z.number().int().default(0),
+  /** Extra runs an organizer granted for today (already in `limit`). */
+  granted: z.number().int().default(0),
   resetsAt: z.string(),
 });
 export type QuotaView = z.infer<typeof QuotaView>;
@@ -145,10 +171,27 @@ export const RunView = z.object({
   /** Whole-run deadline (changes when the organizer changes the limit). */
   deadlineAt: z.string().nullable(),
   lastLogSeq: z.number().int(),
+  /**
+   * The run row's change counter (every stored change raises it). Snapshots of one run can arrive
+   * out of order (a REST read answered after a live status); keep the one with the highest.
+   */
+  revision: z.number().int().default(0),
+  /** The runtime versions of the agent that ran it (GPU agents report them), else null. */
+  runtime: z.record(z.string(), z.string()).nullable().default(null),
+  /**
+   * How that runtime differs from the benchmark's pinned versions, in words ("torch 2.6.0, pinned
+   * 2.5.1"); empty when every pin held or nothing was checked.
+   */
+  runtimeMismatch: z.array(z.string()).default([]),
   /** True when this run does not count against the daily limit (see QuotaView.refunded). */
   quotaRefunded: z.boolean().default(false),
   /** Set while the run is queued: why it waits and an estimate of when it starts. */
   waiting: RunWaiting.nullable().default(null),
+  /**
+   * An organizer's re-run: the run it repeats (same submission and mode). A re-run never counts
+   * against a daily limit and never ranks on the live board; it is shown next to its source.
+   */
+  rerunOf: z.string().nullable().default(null),
 });
 export type RunView = z.infer<typeof RunView>;
 
@@ -156,7 +199,7 @@ export const CreateRunResponse = z.object({ run: RunView, quota: QuotaView });
 export type CreateRunResponse = z.infer<typeof CreateRunResponse>;
 
 export const CancelRunBody = z.object({
-  reason: z.string().trim().min(1, 'say why (shown in the run history)').max(500),
+  reason: storedText(z.string().trim().min(1, 'say why (shown in the run history)').max(500)),
 });
 
 export const CancelRunResponse = z.object({ run: RunView, changed: z.boolean(), message: z.string() });
@@ -200,8 +243,15 @@ export type MetricView = z.infer<typeof MetricView>;
 export const RunResultView = z.object({
   run: RunView,
   score: z.number().nullable(),
-  /** Official decode scores: the 95 % interval (bootstrap over the pairs); null otherwise. */
+  /**
+   * Official decode scores: the 95 % ranking interval (bootstrap over the pairs, with the run-to-run
+   * spread; what separates teams, and what the leaderboard's ≈ marks use); null otherwise.
+   */
   interval: ScoreInterval.nullable(),
+  /** Official decode scores measured through a calibrated K: the interval with K's folded in; else null. */
+  absoluteInterval: ScoreInterval.nullable().optional(),
+  /** Decode scores: what was measured against (reference through K, or the baseline), in words in `note`. */
+  scoring: ScoringBasis.nullable().optional(),
   /** Official decode runs: baseline/candidate pairs measured per workload; null otherwise. */
   pairs: z.number().int().nullable(),
   /** True for a public decode score: one unpaired sample against the cached baseline, feedback only. */
@@ -238,12 +288,36 @@ export const LeaderboardEntry = z.object({
 });
 export type LeaderboardEntry = z.infer<typeof LeaderboardEntry>;
 
+/**
+ * The final board only: how a place was verified (the entry with this `runId`, the holder's best
+ * run). That entry's `score` is the median of the re-runs' scores and its `interval` the median
+ * run's; `sourceScore` is the best run's own. Holders below the verified top k have none: their
+ * live score stands, unverified.
+ */
+export const FinalVerification = z.object({
+  runId: z.string(),
+  reruns: z.number().int(),
+  succeeded: z.number().int(),
+  scores: z.array(z.number()),
+  sourceScore: z.number(),
+  sourceInterval: ScoreInterval.nullable(),
+  /** False when the median falls outside the best run's own interval (flagged for the organizer). */
+  reproduced: z.boolean().nullable(),
+});
+export type FinalVerification = z.infer<typeof FinalVerification>;
+
 export const LeaderboardView = z.object({
   benchmarkId: z.string(),
   rulesVersion: z.number().int(),
   ranks: z.enum(['teams', 'users']),
   entries: z.array(LeaderboardEntry),
   updatedAt: z.string(),
+  /** Which board this is: `live` (each holder's best as it stands) or the organizer's published `final` one. */
+  board: z.enum(['live', 'final']).default('live'),
+  /** When the organizer published the benchmark's verified final board (null: none yet). */
+  finalPublishedAt: z.string().nullable().default(null),
+  /** The final board only: the verified places (FinalVerification); left out on the live board. */
+  verifications: z.array(FinalVerification).optional(),
 });
 export type LeaderboardView = z.infer<typeof LeaderboardView>;
 
@@ -292,7 +366,21 @@ export const TeamPageView = z.object({
       }),
     )
     .optional(),
-  places: z.array(z.object({ benchmarkId: z.string(), rank: z.number().int(), score: z.number() })),
+  /**
+   * The team's places on the live boards (`rank`, `score`), and where the benchmark's verified
+   * final board is published, its place there (`final`; null where it is not on it).
+   */
+  places: z.array(
+    z.object({
+      benchmarkId: z.string(),
+      rank: z.number().int(),
+      score: z.number(),
+      final: z
+        .object({ rank: z.number().int(), score: z.number(), publishedAt: z.string() })
+        .nullable()
+        .optional(),
+    }),
+  ),
 });
 export type TeamPageView = z.infer<typeof TeamPageView>;
 

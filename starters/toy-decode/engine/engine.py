@@ -12,8 +12,10 @@ import os
 
 class Engine:
     def __init__(self, model_path: str) -> None:
-        path = os.path.join(model_path, "model.json") if os.path.isdir(model_path) else model_path
-        with open(path, encoding="utf-8") as fh:
+        # model_path is the model's folder (model.json in it) or the file itself
+        if os.path.isdir(model_path):
+            model_path = os.path.join(model_path, "model.json")
+        with open(model_path, encoding="utf-8") as fh:
             w = json.load(fh)
         self.P, self.V, self.D = w["modulus"], w["vocab"], w["dim"]
         self.embed, self.mix, self.head = w["embed"], w["mix"], w["head"]

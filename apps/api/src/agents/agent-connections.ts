@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { AgentCapabilities } from '@dryft/libs';
-import type { Socket } from 'socket.io';
+import type { AgentSocket } from '../socket/socket-server';
 
 export interface LocalAgent {
   agentId: string;
   name: string;
-  socket: Socket;
+  socket: AgentSocket;
   capabilities: AgentCapabilities;
   slots: { index: number; gpus: string[] }[];
   draining: boolean;
@@ -34,11 +34,10 @@ export class AgentConnections {
       for (const [runId, h] of this.heard) if (at - h.at > 60_000) this.heard.delete(runId);
   }
 
-  /** Whether `agentId` said it holds `runId` within the last `withinMs` (on this process). */
-  heardRecently(runId: string, agentId: string, withinMs: number): boolean {
+  /** How many ms ago `agentId` last said it holds `runId` (on this process), or null if it never did. */
+  heardAgo(runId: string, agentId: string): number | null {
     const h = this.heard.get(runId);
-    if (!h) return false;
-    return h.agentId === agentId && performance.now() - h.at <= withinMs;
+    return h && h.agentId === agentId ? performance.now() - h.at : null;
   }
 
   set(agent: LocalAgent): void {

@@ -14,7 +14,6 @@ import {
 import type { AgentView, CreatedAgentView, QueueSummary } from '@dryft/libs';
 import type { Response } from 'express';
 import { z } from 'zod';
-import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
 import { gone } from './errors';
 import { CurrentPrincipal, Principal, Public } from '../common/principal';
@@ -35,7 +34,6 @@ export class AgentsController {
     private readonly agents: AgentsService,
     private readonly gateway: AgentsGateway,
     private readonly artifacts: ArtifactStore,
-    private readonly audit: AuditService,
     private readonly waiting: WaitingService,
   ) {}
 
@@ -59,13 +57,7 @@ export class AgentsController {
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateAgentDto,
   ): Promise<z.infer<typeof CreatedAgentView>> {
-    const created = await this.agents.create(principal, body.name);
-    await this.audit.record(principal, {
-      action: 'agent.create',
-      target: { kind: 'agent', id: created.id },
-      details: { name: created.name },
-    });
-    return created;
+    return this.agents.create(principal, body.name);
   }
 
   @UseGuards(AdminGuard)
@@ -77,14 +69,8 @@ export class AgentsController {
     @Body() body: DrainAgentDto,
     @Query('reason') reason?: string,
   ): Promise<AgentView> {
-    const view = await this.agents.setDraining(id, body.draining);
+    const view = await this.agents.setDraining(principal, id, body.draining, reason?.trim() || null);
     this.gateway.drain(id, body.draining);
-    await this.audit.record(principal, {
-      action: 'agent.drain',
-      target: { kind: 'agent', id },
-      reason: reason?.trim() || null,
-      details: { name: view.name, draining: body.draining },
-    });
     return view;
   }
 
@@ -96,14 +82,8 @@ export class AgentsController {
     @Param('id', new UuidParam('agent')) id: string,
     @Query('reason') reason?: string,
   ): Promise<AgentView> {
-    const { agent, runIds } = await this.agents.revoke(id);
+    const { agent, runIds } = await this.agents.revoke(principal, id, reason?.trim() || null);
     await this.gateway.revoke(id, runIds);
-    await this.audit.record(principal, {
-      action: 'agent.revoke',
-      target: { kind: 'agent', id },
-      reason: reason?.trim() || null,
-      details: { name: agent.name, failedRuns: runIds },
-    });
     return { ...agent, currentRuns: [], busySlots: 0 };
   }
 

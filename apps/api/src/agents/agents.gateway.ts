@@ -1,49 +1,77 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { agentRefusal, AgentToServer, finalRefusal, parseRunBatch } from '@dryft/libs';
-import type { Ack, AgentHeartbeatAck, AgentReadyAck, BatchAck } from '@dryft/libs';
-import type { Namespace, Socket } from 'socket.io';
-import type { z } from 'zod';
-import { AppError } from '../common/errors';
-import { isDatabaseUnavailable } from '../common/database-errors';
-import { EventBus } from '../common/event-bus';
-import { LATENCY_TRACE, lastEvent, traceEnd, traceMark } from '../common/latency-trace';
-import { CONFIG, Config } from '../config/config';
-import { SocketServer } from '../socket/socket-server';
+import { Inject, Logger, OnApplicationBootstrap, OnModuleDestroy, UseFilters } from '@nestjs/common';
 import {
-  answerUnknownEvents,
-  authenticatedHandshake,
-  describeIssues,
-  onAcked,
-} from '../socket/socket-handlers';
+  ConnectedSocket,
+  MessageBody,
+  OnGatewayConnection,
+  OnGatewayInit,
+  SubscribeMessage,
+  WebSocketGateway,
+} from '@nestjs/websockets';
+import { agentRefusal, AgentToServer, parseRunBatch } from '@dryft/libs';
+import type { Ack, AgentHeartbeatAck, AgentReadyAck, BatchAck } from '@dryft/libs';
+import type { z } from 'zod';
+import { EventBus } from '../common/event-bus';
+import { LATENCY_TRACE, traceEnd, traceMark } from '../common/latency-trace';
+import { RateLimiter } from '../rate-limits/rate-limiter';
+import { CONFIG, Config } from '../config/config';
+import type { AgentSocket, AgentsNamespace } from '../socket/socket-server';
+import { answerUnknownEvents, authenticatedHandshake } from '../socket/socket-handlers';
+import { receivedAt, ZodPayloadPipe } from '../socket/socket-payloads';
 import { RunLifecycleService } from '../runs/run-lifecycle.service';
 import { AgentConnections } from './agent-connections';
+import { AgentSockets } from './agent-sockets';
+import { AgentsAckFilter } from './agents-ack-filter';
 import { AgentsService } from './agents.service';
 import { Dispatcher } from './dispatcher.service';
+import { forRun } from '../common/logging';
 
 type AgentEvent = keyof typeof AgentToServer;
 type Payload<E extends AgentEvent> = z.infer<(typeof AgentToServer)[E]>;
-export const agentRoom = (agentId: string) => `agent:${agentId}`;
+
+/**
+ * The pipe of an event's payload: its schema in the contract; run.batch carries thousands of lines,
+ * and its parser decides exactly as the schema, quicker.
+ */
+const body = <E extends AgentEvent>(event: E) =>
+  MessageBody(
+    new ZodPayloadPipe(
+      (event === 'run.batch' ? { safeParse: parseRunBatch } : AgentToServer[event]) as unknown as z.ZodType<
+        Payload<E>
+      >,
+    ),
+  );
 
 /**
  * The `/agents` namespace. Every connection authenticates with its agent token in the handshake
  * (also on every reconnect); every event is parsed with its zod schema before anything is done, and
- * a malformed or unknown event is answered with an error and logged, never thrown.
+ * a malformed or unknown event is answered with an error and logged, never thrown. What the hub
+ * sends agents (cancel, deadline, drain, revoke, and the dispatcher's assignments) leaves through
+ * AgentSockets, the namespace's one writer.
+ *
+ * A Nest gateway on HubIoAdapter: each `@SubscribeMessage` method gets the socket and its payload
+ * parsed by ZodPayloadPipe, and its answer is the ack; what it throws is answered on the ack by
+ * AgentsAckFilter (a final refusal when resending cannot help). A run's batches and verdict are
+ * applied in the order they arrived (`serial`): every handler has the same parameters (the socket,
+ * one synchronous pipe), so Nest calls them in the order the events arrived.
  */
-@Injectable()
-export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
+@WebSocketGateway({ namespace: '/agents' })
+@UseFilters(new AgentsAckFilter())
+export class AgentsGateway
+  implements OnGatewayInit, OnGatewayConnection, OnApplicationBootstrap, OnModuleDestroy
+{
   private readonly logger = new Logger('AgentsGateway');
   /** One chain per run: a run's batches and verdict are applied in the order they arrived. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
-  private nsp!: Namespace;
 
   constructor(
-    private readonly sockets: SocketServer,
+    private readonly sockets: AgentSockets,
     private readonly agents: AgentsService,
     private readonly connections: AgentConnections,
     private readonly lifecycle: RunLifecycleService,
     private readonly dispatcher: Dispatcher,
     private readonly bus: EventBus,
+    private readonly limiter: RateLimiter,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -51,24 +79,28 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     return Math.max(0.2, this.config.AGENT_LEASE_SECONDS / 3);
   }
 
-  onApplicationBootstrap(): void {
-    this.nsp = this.sockets.io.of('/agents');
-    this.nsp.use(
-      authenticatedHandshake(this.logger, 'agent', async (socket) => {
-        const agent = await this.agents.authenticate(
-          (socket.handshake.auth as { token?: unknown } | undefined)?.token,
-        );
-        socket.data.agentId = agent.id;
-        socket.data.agentName = agent.name;
-      }),
+  /** The handshake, on every connection and reconnection (Nest connects the gateway during app.init). */
+  afterInit(nsp: AgentsNamespace): void {
+    nsp.use(authenticatedHandshake(this.logger, 'agent', (socket: AgentSocket) => this.handshake(socket)));
+  }
+
+  /** The agent token in `auth.token` (rate-limited per address); who it is goes on `socket.data`. */
+  async handshake(socket: AgentSocket): Promise<void> {
+    await this.limiter.socketAttempt('agents', socket.handshake);
+    const agent = await this.agents.authenticate(
+      (socket.handshake.auth as { token?: unknown } | undefined)?.token,
     );
-    this.nsp.on('connection', (socket) => this.onConnection(socket));
+    socket.data.agentId = agent.id;
+    socket.data.agentName = agent.name;
+  }
+
+  onApplicationBootstrap(): void {
     this.unsubscribe.push(
       this.bus.on('run.cancel_requested', ({ runId, agentId, reason }) => {
-        if (agentId) this.nsp.to(agentRoom(agentId)).emit('run.cancel', { runId, reason });
+        if (agentId) this.sockets.cancel(agentId, { runId, reason });
       }),
       this.bus.on('run.deadline_changed', ({ runId, agentId, deadlineAt }) => {
-        if (agentId) this.nsp.to(agentRoom(agentId)).emit('run.deadline', { runId, deadlineAt });
+        if (agentId) this.sockets.deadline(agentId, { runId, deadlineAt });
       }),
     );
   }
@@ -79,7 +111,7 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Organizer drained or resumed an agent: tell it (any replica) and dispatch if it resumed. */
   drain(agentId: string, draining: boolean): void {
-    this.nsp.to(agentRoom(agentId)).emit('agent.drain', { draining });
+    this.sockets.drain(agentId, draining);
     const local = this.connections.get(agentId);
     if (local) local.draining = draining;
     if (!draining) this.dispatcher.kick({ everywhere: true });
@@ -87,13 +119,11 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Revoked: disconnected at once on every replica; what it ran can never report again, so it fails now. */
   async revoke(agentId: string, runIds: string[]): Promise<void> {
-    // The reason first, then the disconnect: both travel in order (through Redis too).
-    this.nsp.to(agentRoom(agentId)).emit('agent.revoked', {
+    this.sockets.revoke(agentId, {
       code: 'agent_revoked',
       reason:
         'An organizer revoked this agent token; its runs were failed. Ask an organizer for a new token (dryft agent config).',
     });
-    this.nsp.in(agentRoom(agentId)).disconnectSockets(true);
     for (const runId of runIds) {
       await this.lifecycle.failInfra(
         runId,
@@ -103,67 +133,15 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  private onConnection(socket: Socket): void {
-    const agentId = socket.data.agentId as string;
-    const name = socket.data.agentName as string;
-    void socket.join(agentRoom(agentId));
-    // One live connection per agent: a newer one (a reconnect that beat the old socket's timeout) wins.
-    this.nsp.in(agentRoom(agentId)).except(socket.id).disconnectSockets(true);
+  /** Through the handshake: the agent's newest connection wins; unknown events are answered. */
+  handleConnection(socket: AgentSocket): void {
+    const { agentId, agentName: name } = socket.data;
+    this.sockets.takeOver(socket, agentId);
     this.logger.log(`agent ${name} connected (${socket.id})`);
-
-    this.on(socket, 'agent.ready', (p) => {
-      this.connections.heardOf(
-        agentId,
-        p.activeRuns.map((r) => r.runId),
-      );
-      return this.ready(socket, p);
-    });
-    this.on(socket, 'agent.heartbeat', (p) => {
-      this.connections.heardOf(agentId, p.activeRuns);
-      return this.heartbeat(agentId, p);
-    });
-    this.on(socket, 'run.started', async (p): Promise<Ack> => {
-      await this.lifecycle.markStarted(p.runId, agentId);
-      return { ok: true };
-    });
-    this.on(socket, 'run.batch', (p) => {
-      const key = LATENCY_TRACE && p.entries[0]?.type === 'log' ? `batch:${p.runId}:${p.entries[0].n}` : '';
-      if (key) {
-        traceMark(key, 'created', (p.entries[0] as { ts: number }).ts);
-        traceMark(key, 'received', lastEvent.received);
-        traceMark(key, 'parsed', lastEvent.parsed);
-      }
-      this.connections.heardOf(agentId, [p.runId]);
-      const acked = this.serial(p.runId, () =>
-        this.lifecycle.storeBatch(p.runId, agentId, p),
-      ) as Promise<BatchAck>;
-      if (key)
-        void acked.then(() => {
-          traceMark(key, 'acked');
-          setImmediate(() => traceEnd(key, 'end', { lines: p.entries.length }));
-        });
-      return acked;
-    });
-    this.on(socket, 'run.finished', (p) => {
-      if (LATENCY_TRACE) {
-        traceMark(`fin:${p.runId}`, 'received', lastEvent.received);
-        traceMark(`fin:${p.runId}`, 'parsed', lastEvent.parsed);
-      }
-      this.connections.heardOf(agentId, [p.runId]);
-      return this.serial(p.runId, () => this.lifecycle.finish(p.runId, agentId, p)) as Promise<Ack>;
-    });
-    this.on(socket, 'run.handback', async (p): Promise<Ack> => {
-      const requeued = await this.lifecycle.handBack(p.runId, agentId);
-      if (requeued) {
-        this.logger.log(`agent ${name} handed back run ${p.runId}: ${p.reason}`);
-        this.dispatcher.kick({ everywhere: true });
-        return { ok: true };
-      }
-      return agentRefusal('run_started', 'The run has started (or is no longer yours); finish it instead.');
-    });
     answerUnknownEvents(socket, AgentToServer, (event) =>
       this.logger.warn(`agent ${name} sent unknown event "${event}"; ignored`),
     );
+    // Here rather than handleDisconnect, which is not told the reason.
     socket.on('disconnect', (reason) => {
       this.logger.log(`agent ${name} disconnected (${reason})`);
       if (this.connections.remove(agentId, socket.id))
@@ -171,40 +149,89 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     });
   }
 
-  /** Parses the payload with the protocol's schema, runs the handler, and always answers the ack. */
-  private on<E extends AgentEvent>(
-    socket: Socket,
-    event: E,
-    handler: (payload: Payload<E>) => Promise<unknown>,
-  ): void {
-    const name = socket.data.agentName as string;
-    // run.batch carries thousands of lines: its parser decides exactly as the schema, quicker.
-    const schema = event === 'run.batch' ? { safeParse: parseRunBatch } : AgentToServer[event];
-    onAcked(socket, event, schema as unknown as z.ZodType<Payload<E>>, {
-      handle: handler,
-      malformed: (message, error) => {
-        const first = describeIssues(error, 5);
-        this.logger.warn(`agent ${name}: malformed ${event}: ${first}`);
-        // Resending the same message cannot help: a final refusal, so the agent stops retrying.
-        return finalRefusal(
-          'invalid_payload',
-          `malformed ${event}, refused for good (do not resend): ${first}`,
-        );
-      },
-      failed: (err) => {
-        if (isDatabaseUnavailable(err))
-          return agentRefusal(
-            'database_unavailable',
-            "The hub's database is unavailable right now; resend later.",
-          );
-        if (err instanceof AppError && err.status < 500) {
-          this.logger.warn(`agent ${name}: ${event} refused: ${err.message}`);
-          return finalRefusal(err.code, err.message);
-        }
-        this.logger.error(`agent ${name}: ${event} failed: ${(err as Error).stack ?? err}`);
-        return agentRefusal('internal_error', 'The server could not process this; resend later.');
-      },
-    });
+  @SubscribeMessage('agent.ready')
+  agentReady(
+    @ConnectedSocket() socket: AgentSocket,
+    @body('agent.ready') p: Payload<'agent.ready'>,
+  ): Promise<AgentReadyAck> {
+    this.connections.heardOf(
+      socket.data.agentId,
+      p.activeRuns.map((r) => r.runId),
+    );
+    return this.ready(socket, p);
+  }
+
+  @SubscribeMessage('agent.heartbeat')
+  agentHeartbeat(
+    @ConnectedSocket() socket: AgentSocket,
+    @body('agent.heartbeat') p: Payload<'agent.heartbeat'>,
+  ): Promise<AgentHeartbeatAck> {
+    this.connections.heardOf(socket.data.agentId, p.activeRuns);
+    return this.heartbeat(socket.data.agentId, p);
+  }
+
+  @SubscribeMessage('run.started')
+  async runStarted(
+    @ConnectedSocket() socket: AgentSocket,
+    @body('run.started') p: Payload<'run.started'>,
+  ): Promise<Ack> {
+    await this.lifecycle.markStarted(p.runId, socket.data.agentId);
+    return { ok: true };
+  }
+
+  @SubscribeMessage('run.batch')
+  runBatch(
+    @ConnectedSocket() socket: AgentSocket,
+    @body('run.batch') p: Payload<'run.batch'>,
+  ): Promise<BatchAck> {
+    const agentId = socket.data.agentId;
+    const key = LATENCY_TRACE && p.entries[0]?.type === 'log' ? `batch:${p.runId}:${p.entries[0].n}` : '';
+    if (key) {
+      const at = receivedAt(p);
+      traceMark(key, 'created', (p.entries[0] as { ts: number }).ts);
+      traceMark(key, 'received', at.received);
+      traceMark(key, 'parsed', at.parsed);
+    }
+    this.connections.heardOf(agentId, [p.runId]);
+    const acked = this.serial(p.runId, () =>
+      this.lifecycle.storeBatch(p.runId, agentId, p),
+    ) as Promise<BatchAck>;
+    if (key)
+      void acked.then(() => {
+        traceMark(key, 'acked');
+        setImmediate(() => traceEnd(key, 'end', { lines: p.entries.length }));
+      });
+    return acked;
+  }
+
+  @SubscribeMessage('run.finished')
+  runFinished(
+    @ConnectedSocket() socket: AgentSocket,
+    @body('run.finished') p: Payload<'run.finished'>,
+  ): Promise<Ack> {
+    if (LATENCY_TRACE) {
+      const at = receivedAt(p);
+      traceMark(`fin:${p.runId}`, 'received', at.received);
+      traceMark(`fin:${p.runId}`, 'parsed', at.parsed);
+    }
+    const agentId = socket.data.agentId;
+    this.connections.heardOf(agentId, [p.runId]);
+    return this.serial(p.runId, () => this.lifecycle.finish(p.runId, agentId, p)) as Promise<Ack>;
+  }
+
+  @SubscribeMessage('run.handback')
+  async runHandback(
+    @ConnectedSocket() socket: AgentSocket,
+    @body('run.handback') p: Payload<'run.handback'>,
+  ): Promise<Ack> {
+    const { agentId, agentName: name } = socket.data;
+    const requeued = await this.lifecycle.handBack(p.runId, agentId);
+    if (requeued) {
+      this.logger.log(`agent ${name} handed back run ${p.runId}: ${p.reason}`, forRun(p.runId, { agentId }));
+      this.dispatcher.kick({ everywhere: true });
+      return { ok: true };
+    }
+    return agentRefusal('run_started', 'The run has started (or is no longer yours); finish it instead.');
   }
 
   private serial<T>(runId: string, work: () => Promise<T>): Promise<T> {
@@ -218,8 +245,8 @@ export class AgentsGateway implements OnApplicationBootstrap, OnModuleDestroy {
     return next;
   }
 
-  private async ready(socket: Socket, p: Payload<'agent.ready'>): Promise<AgentReadyAck> {
-    const agentId = socket.data.agentId as string;
+  private async ready(socket: AgentSocket, p: Payload<'agent.ready'>): Promise<AgentReadyAck> {
+    const agentId = socket.data.agentId;
     const agent = await this.agents.find(agentId);
     if (!agent || agent.revokedAt) {
       socket.disconnect(true);

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { RunsModule } from '../runs/runs.module';
 import { SocketModule } from '../socket/socket.module';
 import { AgentConnections } from './agent-connections';
+import { AgentSockets } from './agent-sockets';
 import { AgentEvents } from './agent-events';
 import { AgentsController } from './agents.controller';
 import { AgentsGateway } from './agents.gateway';
@@ -17,6 +18,7 @@ import { RunSweeper } from '../runs/run-sweeper.service';
     AgentsService,
     AgentsRepository,
     AgentConnections,
+    AgentSockets,
     AgentEvents,
     AgentsGateway,
     Dispatcher,

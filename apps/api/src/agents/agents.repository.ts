@@ -4,6 +4,10 @@ import { TransactionalRepository } from '../common/transactional-repository';
 import { SubmissionEntity } from '../submissions/submission.entity';
 import { AgentEntity } from './agent.entity';
 
+interface AgentIdRow {
+  id: string;
+}
+
 /** The agents table (the runs table's queries live in runs/run-queue.ts). */
 @Injectable()
 export class AgentsRepository extends TransactionalRepository {
@@ -44,7 +48,7 @@ export class AgentsRepository extends TransactionalRepository {
   }
 
   async unavailableAgentIds(ids: string[]): Promise<string[]> {
-    const rows: { id: string }[] = await this.manager.query(
+    const rows = await this.manager.query<AgentIdRow[]>(
       `SELECT id FROM agents WHERE id = ANY($1) AND (draining OR revoked_at IS NOT NULL)`,
       [ids],
     );

@@ -3,6 +3,7 @@ import type { AgentCapabilities, AgentView } from '@dryft/libs';
 import { checkTokenFormat, generateToken, hashToken, tokenDisplayPrefix } from '@dryft/libs/node';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { AuditService } from '../audit/audit.service';
 import { Clock } from '../common/clock';
 import { notFound, unauthorized } from '../common/errors';
 import type { Principal } from '../common/principal';
@@ -26,6 +27,7 @@ export class AgentsService implements OnApplicationBootstrap {
     private readonly queue: RunQueue,
     private readonly clock: Clock,
     private readonly events: AgentEvents,
+    private readonly audit: AuditService,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -104,7 +106,13 @@ export class AgentsService implements OnApplicationBootstrap {
       createdBy: principal.user.id,
     });
     this.events.changed();
-    return { ...(await this.view(agent)), token };
+    const created = { ...(await this.view(agent)), token };
+    await this.audit.record(principal, {
+      action: 'agent.create',
+      target: { kind: 'agent', id: created.id },
+      details: { name: created.name },
+    });
+    return created;
   }
 
   async list(): Promise<AgentView[]> {
@@ -130,17 +138,37 @@ export class AgentsService implements OnApplicationBootstrap {
     return agent;
   }
 
-  async setDraining(id: string, draining: boolean): Promise<AgentView> {
+  /** An organizer drains (or undrains) an agent: recorded in the audit log with the reason. */
+  async setDraining(
+    principal: Principal,
+    id: string,
+    draining: boolean,
+    reason: string | null,
+  ): Promise<AgentView> {
     const agent = await this.get(id);
     if (agent.revokedAt) throw notFound('agent_revoked', 'This agent was revoked; create a new one.');
     await this.agents.update(id, { draining });
     agent.draining = draining;
     this.events.changed();
-    return this.view(agent);
+    const view = await this.view(agent);
+    await this.audit.record(principal, {
+      action: 'agent.drain',
+      target: { kind: 'agent', id },
+      reason,
+      details: { name: view.name, draining },
+    });
+    return view;
   }
 
-  /** Revokes the token; the gateway disconnects the agent and fails what it was running. */
-  async revoke(id: string): Promise<{ agent: AgentView; runIds: string[] }> {
+  /**
+   * Revokes the token (recorded in the audit log with the reason and the runs it had); the gateway
+   * disconnects the agent and fails what it was running.
+   */
+  async revoke(
+    principal: Principal,
+    id: string,
+    reason: string | null,
+  ): Promise<{ agent: AgentView; runIds: string[] }> {
     const agent = await this.get(id);
     if (!agent.revokedAt) {
       agent.revokedAt = this.clock.now();
@@ -149,6 +177,12 @@ export class AgentsService implements OnApplicationBootstrap {
     }
     const runIds = (await this.queue.activeRunsByAgent([id])).map((r) => r.id);
     this.events.changed();
+    await this.audit.record(principal, {
+      action: 'agent.revoke',
+      target: { kind: 'agent', id },
+      reason,
+      details: { name: agent.name, failedRuns: runIds },
+    });
     return { agent: this.toView(agent, runIds), runIds };
   }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { agentFits, baselineKey, RunAssign, RunAssignAck } from '@dryft/libs';
+import { agentFits, baselineKey, RunAssign, RunAssignAck, runtimeMismatches } from '@dryft/libs';
 import type { AgentCapabilities, HarnessSpec, RunKindMode } from '@dryft/libs';
 import { hashToken } from '@dryft/libs/node';
 import { randomBytes } from 'node:crypto';
@@ -7,16 +7,15 @@ import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
-import { SocketServer } from '../socket/socket-server';
 import type { RunEntity } from '../runs/run.entity';
 import { ActiveRunRow, RunQueue } from '../runs/run-queue';
 import { RunsRepository } from '../runs/runs.repository';
-import { RunsService } from '../runs/runs.service';
+import { RunViews } from '../runs/run-views';
 import { AgentConnections, LocalAgent } from './agent-connections';
+import { AgentSockets } from './agent-sockets';
 import { AgentsRepository } from './agents.repository';
+import { forRun } from '../common/logging';
 
-/** Cross-replica nudge: "a run was queued somewhere, try your agents". */
-export const DISPATCH_SIGNAL = 'dryft:dispatch';
 const ASSIGN_ACK_MS = 10_000;
 /** A safety net only: dispatch is pushed on queue and on slot release; this catches a lost nudge. */
 const FALLBACK_PASS_MS = 5_000;
@@ -70,8 +69,8 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly runsRepo: RunsRepository,
     private readonly registry: BenchmarkRegistry,
     private readonly connections: AgentConnections,
-    private readonly sockets: SocketServer,
-    private readonly runs: RunsService,
+    private readonly agentSockets: AgentSockets,
+    private readonly runs: RunViews,
     private readonly clock: Clock,
     private readonly bus: EventBus,
     @Inject(CONFIG) private readonly config: Config,
@@ -82,7 +81,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
       this.bus.on('run.queued', () => this.kick({ everywhere: true })),
       this.bus.on('run.finished', () => this.kick({ everywhere: true })),
     );
-    this.sockets.io.of('/agents').on(DISPATCH_SIGNAL, () => this.kick({ everywhere: false }));
+    this.agentSockets.onReplicaNudge(() => this.kick({ everywhere: false }));
     this.timer = setInterval(() => this.kick({ everywhere: false }), FALLBACK_PASS_MS);
     this.timer.unref();
   }
@@ -94,9 +93,9 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Starts a pass (or queues one more after the current pass); `everywhere` nudges the other replicas too. */
   kick(opts: { everywhere: boolean }): void {
-    if (opts.everywhere && this.sockets.clustered) {
+    if (opts.everywhere && this.agentSockets.clustered) {
       try {
-        this.sockets.io.of('/agents').serverSideEmit(DISPATCH_SIGNAL);
+        this.agentSockets.nudgeReplicas();
       } catch (err) {
         this.logger.warn(`could not nudge other replicas: ${(err as Error).message}`);
       }
@@ -163,8 +162,28 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
+  /**
+   * What the run will execute with: the agent's reported runtime and how it differs from the
+   * benchmark's pinned versions (shown on the run and to organizers). A failure to store it is
+   * logged, never a reason to hold the run back.
+   */
+  private async recordRuntime(run: RunEntity, agent: LocalAgent): Promise<void> {
+    const pins = this.registry.get(run.benchmarkId)?.runtimePins;
+    const runtime = agent.capabilities.runtime ?? null;
+    if (!pins && !runtime) return;
+    try {
+      await this.queue.recordRuntime(run, runtime, pins ? runtimeMismatches(pins, runtime) : null);
+    } catch (err) {
+      this.logger.warn(
+        `run ${run.id}: its agent's runtime was not stored: ${(err as Error).message}`,
+        forRun(run.id),
+      );
+    }
+  }
+
   private async assign(agent: LocalAgent, run: RunEntity, token: string): Promise<void> {
     try {
+      await this.recordRuntime(run, agent);
       this.bus.emit('run.status', { run: await this.runs.view(run) });
       const payload = RunAssign.parse({
         runId: run.id,
@@ -176,15 +195,34 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
         deadlineAt: run.deadlineAt!.getTime(),
         logs: this.registry.get(run.benchmarkId)?.logs,
       });
-      const raw: unknown = await agent.socket.timeout(ASSIGN_ACK_MS).emitWithAck('run.assign', payload);
+      const raw: unknown = await this.agentSockets.assign(agent.socket, payload, ASSIGN_ACK_MS);
       const ack = RunAssignAck.safeParse(raw);
       if (ack.success && ack.data.accepted) return;
       const reason = ack.success ? (ack.data.reason ?? 'refused') : 'malformed ack';
-      this.logger.warn(`agent ${agent.name} refused run ${run.id}: ${reason}`);
+      this.logger.warn(`agent ${agent.name} refused run ${run.id}: ${reason}`, forRun(run.id));
+      await this.safeGiveBack(agent, run);
+    } catch (err) {
+      this.logger.warn(
+        `run ${run.id} not delivered to agent ${agent.name}: ${(err as Error).message}`,
+        forRun(run.id),
+      );
+      await this.safeGiveBack(agent, run);
+    }
+  }
+
+  /**
+   * giveBack for a fire-and-forget assignment: nobody awaits `assign`, so a failure here (the
+   * database gone, as at shutdown) is logged instead of left as an unhandled rejection. The run
+   * then stays assigned until its lease lapses and the sweeper gives it back (RELIABILITY.md).
+   */
+  private async safeGiveBack(agent: LocalAgent, run: RunEntity): Promise<void> {
+    try {
       await this.giveBack(agent, run);
     } catch (err) {
-      this.logger.warn(`run ${run.id} not delivered to agent ${agent.name}: ${(err as Error).message}`);
-      await this.giveBack(agent, run);
+      this.logger.warn(
+        `run ${run.id} could not go back to the queue now (${(err as Error).message}); its lease will return it`,
+        forRun(run.id),
+      );
     }
   }
 
@@ -199,7 +237,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async submissionRef(run: RunEntity, token: string) {
-    if (run.submissionId === null) return null; // a baseline re-measure: nothing to download
+    if (run.submissionId === null) return null; // a re-measure or calibration: nothing to download
     const submission = await this.repo.findSubmission(run.submissionId);
     if (!submission) throw new Error(`submission ${run.submissionId} of run ${run.id} is missing`);
     return {
@@ -210,13 +248,26 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
     };
   }
 
-  /** The stored spec, with the cached baseline for this hardware when one was measured. */
+  /**
+   * The stored spec, with what is known for this agent's hardware key under the run's rules
+   * version: the cached baseline and (official and public runs) the pooled K, null when that key is
+   * not calibrated (the harness then pairs with the baseline and says so). The reference engine is
+   * the definition's. A re-measure or calibration measures those itself: it is handed neither.
+   */
   private async specFor(run: RunEntity, caps: AgentCapabilities): Promise<HarnessSpec> {
     const spec = run.spec;
-    // A baseline re-measure measures the baseline itself: it is never handed the cache.
-    if (spec.kind !== 'decode' || spec.mode === 'baseline') return spec;
+    if (spec.kind !== 'decode' || spec.mode === 'baseline' || spec.mode === 'calibration') return spec;
     const hardware = baselineKey(caps.gpuModel ?? 'cpu');
-    const baseline = await this.runsRepo.findBaseline(run.benchmarkId, hardware, run.rulesVersion);
-    return { ...spec, baseline: baseline ?? spec.baseline ?? null };
+    const [baseline, calibration] = await Promise.all([
+      this.runsRepo.findBaseline(run.benchmarkId, hardware, run.rulesVersion),
+      this.runsRepo.findCalibration(run.benchmarkId, hardware, run.rulesVersion),
+    ]);
+    const def = this.registry.get(run.benchmarkId);
+    return {
+      ...spec,
+      baseline: baseline ?? spec.baseline ?? null,
+      referenceEngine: def?.kind === 'decode' ? def.referenceEngine : (spec.referenceEngine ?? null),
+      calibration: calibration?.k ?? null,
+    };
   }
 }

@@ -17,6 +17,7 @@ import type { MeView } from '@dryft/libs';
 import { notFound } from '../common/errors';
 import { CurrentPrincipal, Principal, Public } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
+import { RateLimit } from '../rate-limits/rate-limit.guard';
 import { UserEntity } from '../users/user.entity';
 import { AuthService, CSRF_COOKIE, SESSION_COOKIE } from './auth.service';
 import { DevSignInDto } from './dto';
@@ -52,6 +53,7 @@ export class AuthController {
   @Public()
   @Post('dev')
   @HttpCode(200)
+  @RateLimit('signin')
   async dev(@Body() body: DevSignInDto, @Res({ passthrough: true }) res: Response): Promise<MeView> {
     const user = await this.auth.devSignIn(body.login);
     return this.signIn(user, res);
@@ -60,6 +62,7 @@ export class AuthController {
   @Public()
   @Get('github')
   @UseGuards(GithubGate, PassportGuard('github'))
+  @RateLimit('signin')
   github(): void {
     // Passport redirects to GitHub before this runs.
   }
@@ -67,6 +70,7 @@ export class AuthController {
   @Public()
   @Get('github/callback')
   @UseGuards(GithubGate, PassportGuard('github'))
+  @RateLimit('signin')
   async githubCallback(@Req() req: Request, @Res() res: Response): Promise<void> {
     await this.signIn(req.user as UserEntity, res);
     res.redirect(302, '/');

@@ -1,8 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { timingSafeEqual } from 'node:crypto';
-import { forbidden, unauthorized } from '../common/errors';
+import { AppError, forbidden, unauthorized } from '../common/errors';
 import { AuthedRequest, PUBLIC_ROUTE } from '../common/principal';
+import { trackedIp } from '../rate-limits/client-ip';
+import { RateLimiter } from '../rate-limits/rate-limiter';
 import { AuthService, CSRF_HEADER, SESSION_COOKIE } from './auth.service';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -10,13 +12,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * Global guard: resolves the principal for every request, refuses unauthenticated calls to private
  * routes, and demands the CSRF token for state-changing requests made with the session cookie
- * (bearer-token requests carry no ambient credential, so they need none).
+ * (bearer-token requests carry no ambient credential, so they need none). Refused tokens are
+ * counted per address (RATE_LIMIT_AUTH_FAILURES): past the limit, every token request from that
+ * address is answered 429 before its token is even looked at, so tokens cannot be guessed at speed.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
     private readonly auth: AuthService,
     private readonly reflector: Reflector,
+    private readonly limiter: RateLimiter,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -26,10 +31,21 @@ export class AuthGuard implements CanActivate {
       context.getHandler(),
       context.getClass(),
     ]);
-    const principal = await this.auth.authenticate({
-      authorization: req.headers.authorization,
-      sessionCookie: (req as { cookies?: Record<string, string> }).cookies?.[SESSION_COOKIE],
-    });
+    const authorization = req.headers.authorization;
+    const res = context.switchToHttp().getResponse<{ setHeader(n: string, v: string): unknown }>();
+    const ip = trackedIp(req.ip);
+    if (authorization) await this.limiter.assertTokensAllowed(ip, res);
+    let principal;
+    try {
+      principal = await this.auth.authenticate({
+        authorization,
+        sessionCookie: (req as { cookies?: Record<string, string> }).cookies?.[SESSION_COOKIE],
+      });
+    } catch (err) {
+      if (authorization && err instanceof AppError && err.status === 401)
+        await this.limiter.tokenFailed(ip, res);
+      throw err;
+    }
     req.principal = principal;
     if (!principal) {
       if (isPublic) return true;

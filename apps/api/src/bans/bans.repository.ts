@@ -5,6 +5,11 @@ import { BanEntity } from './ban.entity';
 /** In force at `now`: not lifted and not past its end. */
 const ACTIVE = `b.lifted_at IS NULL AND (b.ends_at IS NULL OR b.ends_at > :now)`;
 
+/** A team a user belongs to. */
+interface MembershipTeamRow {
+  team_id: string;
+}
+
 @Injectable()
 export class BansRepository {
   private readonly repo: Repository<BanEntity>;
@@ -60,7 +65,7 @@ export class BansRepository {
 
   /** The teams a user belongs to (a ban on any of them keeps the user from founding or joining another). */
   async teamIdsOf(userId: string): Promise<string[]> {
-    const rows: { team_id: string }[] = await this.dataSource.query(
+    const rows = await this.dataSource.query<MembershipTeamRow[]>(
       'SELECT team_id FROM memberships WHERE user_id = $1',
       [userId],
     );

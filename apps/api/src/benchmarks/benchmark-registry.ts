@@ -1,5 +1,5 @@
 import type { BenchmarkDefinition } from '@dryft/libs';
-import { loadBenchmarkDefinitions } from '@dryft/libs/node';
+import { loadBenchmarkDefinitions, withHiddenSeeds } from '@dryft/libs/node';
 
 /** The definition files, read once at boot. Tests construct it with definitions of their own. */
 export class BenchmarkRegistry {
@@ -11,6 +11,20 @@ export class BenchmarkRegistry {
 
   static fromDirectory(dir: string): BenchmarkRegistry {
     return new BenchmarkRegistry(loadBenchmarkDefinitions(dir));
+  }
+
+  /**
+   * This registry where every hidden workload has a seed: the definition's own, or one derived
+   * from the install's secret (asked for only when some definition lacks a seed).
+   */
+  withHiddenSeeds(secret: () => string): BenchmarkRegistry {
+    const defs = this.all();
+    const missing = defs.some(
+      (d) => d.kind === 'decode' && d.workloads.hidden.some((w) => w.seed === undefined),
+    );
+    if (!missing) return this;
+    const s = secret();
+    return new BenchmarkRegistry(defs.map((d) => withHiddenSeeds(d, s)));
   }
 
   all(): BenchmarkDefinition[] {

@@ -3,6 +3,11 @@ import { DataSource, Repository } from 'typeorm';
 import { returned } from '../database/returned-rows';
 import { BenchmarkSettingsEntity } from './benchmark-settings.entity';
 
+/** The rules version a bump produced. */
+interface RulesVersionRow {
+  rules_version: number;
+}
+
 @Injectable()
 export class BenchmarkSettingsRepository {
   private readonly repo: Repository<BenchmarkSettingsEntity>;
@@ -31,12 +36,12 @@ export class BenchmarkSettingsRepository {
 
   /** Bumps the rules version atomically and returns the new one. */
   async bumpRulesVersion(benchmarkId: string, reason: string): Promise<number> {
-    const raw = await this.repo.query(
+    const raw = await this.repo.query<unknown>(
       `UPDATE benchmark_settings SET rules_version = rules_version + 1, rules_changed_reason = $2, rules_changed_at = now(), updated_at = now()
         WHERE benchmark_id = $1 RETURNING rules_version`,
       [benchmarkId, reason],
     );
-    const rows = returned<{ rules_version: number }>(raw);
+    const rows = returned<RulesVersionRow>(raw);
     return rows[0].rules_version;
   }
 }

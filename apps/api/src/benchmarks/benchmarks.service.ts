@@ -1,5 +1,10 @@
+import * as path from 'node:path';
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import type { BenchmarkDefinition, PublicBenchmark } from '@dryft/libs';
+import type { AuditAction, BenchmarkDefinition, CalibrationSummary, PublicBenchmark } from '@dryft/libs';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import type { Principal } from '../common/principal';
+import { CalibrationEntity } from '../runs/calibration.entity';
 import { EventBus } from '../common/event-bus';
 import { notFound } from '../common/errors';
 import { BenchmarkRegistry } from './benchmark-registry';
@@ -25,7 +30,28 @@ export class BenchmarksService implements OnModuleInit {
     private readonly registry: BenchmarkRegistry,
     private readonly settings: BenchmarkSettingsRepository,
     private readonly bus: EventBus,
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
   ) {}
+
+  /**
+   * Per benchmark, the hardware keys whose K is calibrated under its current rules version (the
+   * public view's "calibrated on NVIDIA H200 to ±0.8 %").
+   */
+  async calibrationSummaries(): Promise<Map<string, CalibrationSummary[]>> {
+    const versions = new Map((await this.list()).map((b) => [b.id, b.rulesVersion]));
+    const rows = await this.dataSource
+      .getRepository(CalibrationEntity)
+      .find({ order: { benchmarkId: 'ASC', hardware: 'ASC' } });
+    const out = new Map<string, CalibrationSummary[]>();
+    for (const r of rows) {
+      if (versions.get(r.benchmarkId) !== r.rulesVersion) continue;
+      const list = out.get(r.benchmarkId) ?? [];
+      list.push({ hardware: r.hardware, halfWidthPct: r.k.halfWidthPct, pairs: r.k.pairs, runs: r.k.runs });
+      out.set(r.benchmarkId, list);
+    }
+    return out;
+  }
 
   async onModuleInit(): Promise<void> {
     await this.settings.insertMissing(
@@ -75,8 +101,51 @@ export class BenchmarksService implements OnModuleInit {
     return updated;
   }
 
-  /** Earlier results stop counting: the leaderboard is rebuilt from runs under the new version. */
-  async bumpRulesVersion(id: string, reason: string): Promise<EffectiveBenchmark> {
+  /**
+   * An organizer's change (open/close, whole-run time limit, announcement): applied, then each
+   * setting it really changed is recorded in the audit log, from and to, with the reason.
+   */
+  async changeSettings(
+    principal: Principal,
+    id: string,
+    patch: SettingsPatch,
+    reason: string | undefined,
+  ): Promise<EffectiveBenchmark> {
+    const before = await this.get(id);
+    const after = await this.update(id, patch);
+    const changes: [AuditAction, unknown, unknown][] = [];
+    if (patch.submissionsOpen !== undefined && patch.submissionsOpen !== before.submissionsOpen)
+      changes.push([
+        patch.submissionsOpen ? 'benchmark.open_submissions' : 'benchmark.close_submissions',
+        before.submissionsOpen,
+        after.submissionsOpen,
+      ]);
+    if (patch.evaluationsOpen !== undefined && patch.evaluationsOpen !== before.evaluationsOpen)
+      changes.push([
+        patch.evaluationsOpen ? 'benchmark.open_evaluations' : 'benchmark.close_evaluations',
+        before.evaluationsOpen,
+        after.evaluationsOpen,
+      ]);
+    if (patch.runTimeLimitSeconds !== undefined && patch.runTimeLimitSeconds !== before.runTimeLimitSeconds)
+      changes.push(['benchmark.run_time_limit', before.runTimeLimitSeconds, after.runTimeLimitSeconds]);
+    if (patch.announcement !== undefined && patch.announcement !== (before.announcement ?? null))
+      changes.push(['benchmark.announcement', before.announcement ?? null, after.announcement ?? null]);
+    for (const [action, from, to] of changes)
+      await this.audit.record(principal, {
+        action,
+        target: { kind: 'benchmark', id },
+        benchmarkId: id,
+        reason: reason || null,
+        details: { from, to },
+      });
+    return after;
+  }
+
+  /**
+   * Earlier results stop counting: the leaderboard is rebuilt from runs under the new version. The
+   * organizer's bump is recorded in the audit log with its reason.
+   */
+  async bumpRulesVersion(principal: Principal, id: string, reason: string): Promise<EffectiveBenchmark> {
     const before = await this.get(id);
     const version = await this.settings.bumpRulesVersion(id, reason);
     this.bus.emit('benchmark.rules_changed', {
@@ -85,10 +154,19 @@ export class BenchmarksService implements OnModuleInit {
       rulesVersion: version,
       reason,
     });
-    return this.get(id);
+    const after = await this.get(id);
+    await this.audit.record(principal, {
+      action: 'benchmark.rules_bump',
+      target: { kind: 'benchmark', id },
+      benchmarkId: id,
+      reason,
+      details: { from: before.rulesVersion, to: after.rulesVersion },
+    });
+    return after;
   }
 
-  toPublic(b: EffectiveBenchmark): PublicBenchmark {
+  /** The public view; `calibrations` (decode): the summary of its calibrated keys, when read. */
+  toPublic(b: EffectiveBenchmark, calibrations?: CalibrationSummary[]): PublicBenchmark {
     const base = {
       id: b.id,
       title: b.title,
@@ -101,9 +179,11 @@ export class BenchmarksService implements OnModuleInit {
       runTimeLimitSeconds: b.runTimeLimitSeconds,
       hardware: b.hardware,
       scoring: b.scoring,
+      starterFolder: path.basename(b.starter),
       announcement: b.announcement ?? null,
       rulesChangedAt: b.rulesChangedAt?.toISOString() ?? null,
       rulesChangedReason: b.rulesChangedReason,
+      finalBoard: b.finalBoard ?? null,
     };
     if (b.kind === 'decode') {
       return {
@@ -113,15 +193,21 @@ export class BenchmarksService implements OnModuleInit {
         samples: b.samples,
         checks: b.checks,
         limits: b.limits,
+        ...(calibrations ? { calibrations } : {}),
+        dailyLimits: b.dailyLimits,
+        model: { checkpoint: b.model.checkpoint ?? null, revision: b.model.revision ?? null },
+        runtime: b.runtime ?? null,
       };
     }
     return {
       ...base,
       submission: { type: 'file', filename: b.submission.filename, maxBytes: b.submission.maxBytes },
+      maxModelStateElements: b.maxModelStateElements,
       tiers: b.tiers.map((t) => ({
         id: t.id,
         title: t.title,
         trainingSeconds: t.trainingSeconds,
+        evalSeconds: t.evalSeconds,
         dailyLimit: t.dailyLimit,
         ranked: t.ranked,
         datasets: b.datasets.filter((d) => d.tiers.includes(t.id)).map((d) => ({ id: d.id, title: d.title })),

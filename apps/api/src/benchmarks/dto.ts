@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createZodDto } from 'nestjs-zod';
+import { storedText } from '@dryft/libs';
 
 export const UpdateBenchmarkBody = z
   .object({
@@ -11,9 +12,9 @@ export const UpdateBenchmarkBody = z
       .min(10, 'at least 10 seconds')
       .max(7 * 24 * 3600)
       .optional(),
-    announcement: z.string().max(2000).nullable().optional(),
+    announcement: storedText(z.string().max(2000)).nullable().optional(),
     /** Why (optional): recorded in the audit log with the change. */
-    reason: z.string().trim().max(1000).optional(),
+    reason: storedText(z.string().trim().max(1000)).optional(),
   })
   .strict()
   .refine(
@@ -22,7 +23,7 @@ export const UpdateBenchmarkBody = z
   );
 
 export const BumpRulesBody = z.object({
-  reason: z.string().trim().min(3, 'say why the rules changed; participants see it'),
+  reason: storedText(z.string().trim().min(3, 'say why the rules changed; participants see it')),
   confirm: z.literal(true, {
     message: 'bumping the rules version invalidates every earlier result: send confirm: true',
   }),

@@ -9,6 +9,76 @@ function describeZod(error: ZodError): string {
   return error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
 }
 
+type Refusal = { status: number; body: { error: { code: string; message: string } } };
+const refusal = (status: number, code: string, message: string): Refusal => ({
+  status,
+  body: { error: { code, message } },
+});
+
+/**
+ * The body parser's own refusals (http-errors with a 4xx status): its status kept, its words made
+ * to say what to change. Anything else it raises is not the client's fault and stays a 500.
+ */
+function bodyParserRefusal(exception: unknown): Refusal | null {
+  const e = exception as {
+    type?: string;
+    status?: number;
+    expose?: boolean;
+    charset?: string;
+    encoding?: string;
+    code?: string;
+    message?: string;
+  };
+  if (!e || typeof e !== 'object' || typeof e.status !== 'number' || e.status < 400 || e.status > 499)
+    return null;
+  if (e.expose !== true) return null;
+  switch (e.type) {
+    case 'charset.unsupported':
+      return refusal(
+        415,
+        'unsupported_charset',
+        `The request body's charset "${String(e.charset ?? '').toUpperCase()}" is not supported; send it as UTF-8 (Content-Type: application/json; charset=utf-8).`,
+      );
+    case 'encoding.unsupported':
+      return refusal(
+        415,
+        'unsupported_encoding',
+        `The request body's Content-Encoding "${e.encoding ?? ''}" is not supported; send it uncompressed, or as gzip, deflate or br.`,
+      );
+    case 'querystring.parse.rangeError':
+      return refusal(
+        400,
+        'invalid_body',
+        'The form body is nested deeper than the server accepts (32 levels of brackets); send a flatter form, or JSON.',
+      );
+    case 'parameters.too.many':
+      return refusal(
+        413,
+        'payload_too_large',
+        'The form body has more than 1000 parameters; send fewer, or JSON.',
+      );
+    case 'request.aborted':
+      return refusal(400, 'invalid_body', 'The request body ended before it was complete; send it again.');
+    case 'request.size.invalid':
+      return refusal(
+        400,
+        'invalid_body',
+        'The request body is not as long as its Content-Length says; send it again with the right length.',
+      );
+  }
+  if (typeof e.code === 'string' && e.code.startsWith('Z_'))
+    return refusal(
+      400,
+      'invalid_body',
+      `The request body could not be decompressed as its Content-Encoding says (${e.message ?? e.code}); send it uncompressed, or compress it as labelled (gzip, deflate or br).`,
+    );
+  return refusal(
+    e.status,
+    STATUS_CODES[e.status] ?? 'bad_request',
+    `The request body was refused: ${e.message ?? ''}.`,
+  );
+}
+
 const STATUS_CODES: Record<number, string> = {
   400: 'bad_request',
   401: 'unauthorized',
@@ -34,6 +104,8 @@ export class ErrorFilter implements ExceptionFilter {
     const { status, body } = this.toBody(exception);
     if (body.error.code === 'database_unavailable')
       res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
+    else if (exception instanceof AppError && exception.retryAfterSeconds !== undefined)
+      res.setHeader('Retry-After', String(Math.max(1, Math.ceil(exception.retryAfterSeconds))));
     res.status(status).json(body);
   }
 
@@ -100,6 +172,8 @@ export class ErrorFilter implements ExceptionFilter {
         body: { error: { code: 'payload_too_large', message: 'The request body is too large.' } },
       };
     }
+    const refused = bodyParserRefusal(exception);
+    if (refused) return refused;
     this.logger.error(
       exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
     );

@@ -10,6 +10,8 @@ export class AppError extends Error {
     public readonly code: string,
     message: string,
     public readonly details?: unknown,
+    /** Sent as the `Retry-After` header (seconds) when set. */
+    public readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -29,3 +31,10 @@ export const tooMany = (code: string, message: string, details?: unknown) =>
   new AppError(HttpStatus.TOO_MANY_REQUESTS, code, message, details);
 export const serviceUnavailable = (code: string, message: string) =>
   new AppError(HttpStatus.SERVICE_UNAVAILABLE, code, message);
+/** 503 with `Retry-After`: the hub cannot take this now, and says after how many seconds to try again. */
+export const unavailableRetry = (
+  code: string,
+  message: string,
+  retryAfterSeconds: number,
+  details?: unknown,
+) => new AppError(HttpStatus.SERVICE_UNAVAILABLE, code, message, details, retryAfterSeconds);

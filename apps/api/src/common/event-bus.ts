@@ -1,5 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { CheckView, LogLine, MetricView, RunResultView, RunView, SampleView } from '@dryft/libs';
+import type {
+  BenchmarkClockView,
+  BenchmarkNotice,
+  CheckView,
+  LogLine,
+  MetricView,
+  RunResultView,
+  RunView,
+  SampleView,
+} from '@dryft/libs';
 
 /**
  * The typed in-process event bus: domains announce what happened and other domains react, without
@@ -13,6 +22,8 @@ export interface DomainEvents {
   /** A user's login, name or avatar changed (boards and public team pages show them). */
   'user.profile_changed': { userId: string };
   'benchmark.settings_changed': { benchmarkId: string; runTimeLimitSeconds: number };
+  /** A hardware key's pooled K changed (a calibration run pooled, or K's forgotten). */
+  'benchmark.calibrated': { benchmarkId: string };
   'benchmark.rules_changed': {
     benchmarkId: string;
     previousVersion: number;
@@ -28,9 +39,29 @@ export interface DomainEvents {
   'run.check': { runId: string; check: CheckView };
   'run.metric': { runId: string; metric: MetricView };
   'run.result': { runId: string; result: RunResultView };
-  /** A run reached a final state; its slot (if it had one) is free. */
-  'run.finished': { runId: string; agentId: string | null; slot: number | null };
+  /** A run reached a final state (emitted once, by the replica that ended it); its slot (if it had one) is free. */
+  'run.finished': { runId: string; agentId: string | null; slot: number | null; run: RunView };
+  /** An agent's batch was handled (stored, a resend acknowledged, or refused) in `seconds` (metrics). */
+  'run.batch_handled': { runId: string; seconds: number };
   'leaderboard.changed': { benchmarkId: string };
+  'leaderboard.final_published': { benchmarkId: string; publishedAt: number };
+  /**
+   * A scheduled close took effect (submissions and/or evaluations closed by the round clock), in
+   * the name of the organizer who scheduled it: the final board's re-runs start from it.
+   */
+  'round.closed': {
+    benchmarkId: string;
+    scheduleId: string;
+    by: { id: string; login: string };
+    reason: string | null;
+  };
+  /** A benchmark's round clock changed (opened, closed, frozen, a schedule set or run): spectators see it live. */
+  'benchmark.clock_changed': { clock: BenchmarkClockView };
+  /**
+   * News for every team of a benchmark (emitted once, by the replica that claimed it): a scheduled
+   * close is near, or the final board is published. Live sockets and team webhooks hear it.
+   */
+  'benchmark.notice': { notice: BenchmarkNotice };
   /**
    * A credential stopped granting access (a team API token revoked, a session ended by logout):
    * connections holding it leave every private room at once.

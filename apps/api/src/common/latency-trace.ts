@@ -14,9 +14,6 @@ export const traceNow = (): number => performance.timeOrigin + performance.now()
 type Marks = [string, number][];
 const open = new Map<string, Marks>();
 
-/** The receive and parse instants of the socket event being handled now (set by onAcked, read at once). */
-export const lastEvent = { received: 0, parsed: 0 };
-
 export function traceMark(key: string, stage: string, at = traceNow()): void {
   if (!LATENCY_TRACE) return;
   let marks = open.get(key);

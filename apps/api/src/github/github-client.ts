@@ -1,7 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { App } from '@octokit/app';
-// @octokit/app builds on @octokit/core; its class is needed only to point requests at GITHUB_API_URL.
+// @octokit/app builds on @octokit/core; its class is needed to point requests at GITHUB_API_URL
+// and to add the retry and throttling plugins (ESM-only, like @octokit/core 7: loaded by Node's
+// require of ES modules, Node ≥ 20.19).
 import { Octokit } from '@octokit/core';
+import { retry } from '@octokit/plugin-retry';
+import { throttling } from '@octokit/plugin-throttling';
 import { AppError } from '../common/errors';
 import { CONFIG, Config } from '../config/config';
 import { GithubAppSettings, githubAppSettings } from './github-settings';
@@ -50,13 +55,67 @@ export class GithubUnreachable extends AppError {
 interface OctokitError {
   status?: number;
   message?: string;
-  response?: { status: number };
+  request?: unknown;
+  response?: { status: number; headers?: Record<string, string | number | undefined> };
 }
+
+/** Why the throttling plugin stopped waiting on a rate limit, kept for the error's words. */
+interface GaveUp {
+  kind: 'primary' | 'secondary';
+  retryAfterSeconds: number;
+  attempts: number;
+}
+
+const SECONDARY = /\bsecondary rate\b/i;
+
+/** The call in progress (`GithubClient.retrying`): where the throttling callbacks note giving up. */
+const currentCall = new AsyncLocalStorage<{ gaveUp?: GaveUp }>();
+
+/**
+ * GitHub signals a secondary rate limit with 403 or 429 and `retry-after`, and its message says
+ * so; the throttling plugin recognises one only by that message. A 403 that carries `retry-after`,
+ * and a 429 that is not a spent primary limit, are taken as secondary limits too, whatever their
+ * message says, so they wait for `retry-after` (or GitHub's one minute) instead of failing at
+ * once or being retried blind. Registered first, so it sees each answer before the other plugins.
+ */
+function secondaryLimits(octokit: Octokit): void {
+  octokit.hook.error('request', (error: unknown) => {
+    const e = error as OctokitError & Error;
+    const status = e.status ?? e.response?.status;
+    const headers = e.response?.headers ?? {};
+    const primary = String(headers['x-ratelimit-remaining'] ?? '') === '0';
+    const secondary =
+      (status === 403 && headers['retry-after'] !== undefined) || (status === 429 && !primary);
+    if (secondary && !primary && !SECONDARY.test(e.message ?? ''))
+      e.message = `${e.message} (secondary rate limit)`;
+    throw e;
+  });
+}
+
+/**
+ * Each call gets its own `request` options object. Without one, every call of an Octokit shares the
+ * defaults' object (@octokit/endpoint merges it by reference), and the retry and throttling plugins
+ * keep their `retryCount` on it: a call then started from the last call's count, with fewer
+ * attempts and longer waits. Registered last, so it runs before the other plugins see the call.
+ */
+function ownRequestOptions(octokit: Octokit): void {
+  octokit.hook.wrap('request', (request, options) => {
+    options.request = { ...options.request };
+    return request(options);
+  });
+}
+
+/** The hub's Octokit: secondary limits recognised, transient failures retried, rate limits waited out. */
+const HubOctokit = Octokit.plugin(secondaryLimits, retry, throttling, ownRequestOptions);
 
 /**
  * The GitHub App as the hub uses it: JWT-authenticated app calls, installation tokens (cached by
  * @octokit/auth-app until shortly before they expire), and the few repository reads a push needs.
- * Every call retries transient failures (unreachable, 5xx, 429) with exponential backoff.
+ * Every call goes through @octokit/plugin-retry (unreachable and 5xx: GITHUB_RETRY_ATTEMPTS
+ * attempts, GITHUB_RETRY_BASE_MS × 1, 4, 9… between them) and @octokit/plugin-throttling (a
+ * secondary limit waits `retry-after`, a primary one until `x-ratelimit-reset`, within the same
+ * attempts and at most GITHUB_RATE_LIMIT_MAX_WAIT_SECONDS a wait; past that the call gives up
+ * with when GitHub will take it again).
  */
 @Injectable()
 export class GithubClient {
@@ -76,7 +135,22 @@ export class GithubClient {
       this.app = new App({
         appId: s.appId,
         privateKey: s.privateKey,
-        Octokit: Octokit.defaults({ baseUrl: s.apiUrl, userAgent: 'dryft-hub' }),
+        Octokit: HubOctokit.defaults({
+          baseUrl: s.apiUrl,
+          userAgent: 'dryft-hub',
+          retry: {
+            retries: s.retryAttempts - 1,
+            retryAfterBaseValue: s.retryBaseMs,
+            // 403 and 429 are rate limits (or definite refusals): the throttling plugin's to judge.
+            doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451],
+          },
+          throttle: {
+            onRateLimit: (after: number, options: unknown, _kit: unknown, count: number) =>
+              this.waitOut('primary', after, options, count),
+            onSecondaryRateLimit: (after: number, options: unknown, _kit: unknown, count: number) =>
+              this.waitOut('secondary', after, options, count),
+          },
+        }),
       });
     }
     return this.app;
@@ -150,39 +224,65 @@ export class GithubClient {
     });
   }
 
+  /** Whether to wait `after` s for a rate limit and try again (the throttling plugin asks). */
+  private waitOut(kind: GaveUp['kind'], after: number, options: unknown, retryCount: number): boolean {
+    const { retryAttempts } = this.settings;
+    const maxWait = this.config.GITHUB_RATE_LIMIT_MAX_WAIT_SECONDS;
+    const req = options as { method?: string; url?: string };
+    const attempts = retryCount + 1;
+    if (attempts < retryAttempts && after <= maxWait) {
+      this.logger.warn(
+        `GitHub ${req.method} ${req.url}: ${kind} rate limit (attempt ${attempts}); retrying in ${after} s`,
+      );
+      return true;
+    }
+    const call = currentCall.getStore();
+    if (call) call.gaveUp = { kind, retryAfterSeconds: after, attempts };
+    return false;
+  }
+
   private async installationOctokit(installationId: string) {
     return this.octokitApp.getInstallationOctokit(Number(installationId));
   }
 
   /**
-   * Runs `fn`, retrying transient failures with exponential backoff. A definite answer (404, 403,
-   * 401, 422) is not retried: it becomes a GithubError the caller turns into words.
+   * Runs `fn` (whose requests the plugins retry) and says what its failure means: a rate limit the
+   * hub stopped waiting on, or GitHub unreachable after every attempt, becomes GithubUnreachable
+   * (the delivery can be redelivered); a definite answer (404, 403, 401, 422) a GithubError the
+   * caller turns into words.
    */
   private async retrying<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    const { retryAttempts, retryBaseMs } = this.settings;
-    let last = '';
-    for (let attempt = 1; attempt <= retryAttempts; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (err instanceof GithubError || err instanceof AppError) throw err;
-        const e = err as OctokitError;
-        const status = e.response?.status ?? null;
-        const transient = status === null || status >= 500 || status === 429;
-        if (!transient)
-          throw new GithubError(
-            `GitHub answered ${status} to the request to ${what}: ${e.message ?? 'no message'}`,
-            status,
-          );
-        last = status === null ? (e.message ?? 'no response') : `HTTP ${status}`;
-        if (attempt < retryAttempts) {
-          const delay = retryBaseMs * 2 ** (attempt - 1);
-          this.logger.warn(`GitHub ${what}: attempt ${attempt} failed (${last}); retrying in ${delay} ms`);
-          await new Promise((r) => setTimeout(r, delay));
-        }
+    const call: { gaveUp?: GaveUp } = {};
+    try {
+      return await currentCall.run(call, fn);
+    } catch (err) {
+      if (err instanceof GithubError || err instanceof AppError) throw err;
+      const e = err as OctokitError;
+      const status = e.response?.status ?? null;
+      const gaveUp = call.gaveUp;
+      const headers = e.response?.headers ?? {};
+      if (gaveUp || ((status === 403 || status === 429) && SECONDARY.test(e.message ?? ''))) {
+        const after = gaveUp?.retryAfterSeconds ?? Number(headers['retry-after'] ?? 60);
+        const at = new Date(Date.now() + after * 1000).toISOString().slice(11, 19);
+        const cause =
+          gaveUp?.kind === 'primary'
+            ? `GitHub's API rate limit for this app is spent until ${at} UTC (x-ratelimit-reset)`
+            : `GitHub's secondary rate limit: it asked to wait ${after} s, until ${at} UTC`;
+        throw new GithubUnreachable(what, gaveUp?.attempts ?? this.settings.retryAttempts, cause);
       }
+      if (status !== null && status < 500)
+        throw new GithubError(
+          `GitHub answered ${status} to the request to ${what}: ${e.message ?? 'no message'}`,
+          status,
+        );
+      // A request error (5xx, or no answer) comes here after every attempt; anything else at once.
+      const attempts = e.request ? this.settings.retryAttempts : 1;
+      throw new GithubUnreachable(
+        what,
+        attempts,
+        status === null ? (e.message ?? 'no response') : `HTTP ${status}`,
+      );
     }
-    throw new GithubUnreachable(what, retryAttempts, last);
   }
 }
 

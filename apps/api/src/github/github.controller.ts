@@ -21,7 +21,7 @@ import { CurrentPrincipal, Principal, Public } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
 import { ConnectRepositoryDto, UpdateConnectionDto } from './dto';
 import { GithubService } from './github.service';
-import { WebhooksService } from './webhooks.service';
+import { GithubWebhooksService } from './github-webhooks.service';
 
 const RunNowBody = z
   .object({ mode: z.enum(['public', 'official']).optional(), confirm: z.boolean().optional() })
@@ -33,7 +33,7 @@ type RawRequest = Request & { rawBody?: Buffer };
 export class GithubController {
   constructor(
     private readonly github: GithubService,
-    private readonly webhooks: WebhooksService,
+    private readonly webhooks: GithubWebhooksService,
   ) {}
 
   /** Whether this hub has the GitHub App; public so the web can hide or explain the feature. */

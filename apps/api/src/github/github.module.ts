@@ -7,15 +7,14 @@ import { UsersModule } from '../users/users.module';
 import { DeliveryProcessor } from './delivery-processor.service';
 import { GithubClient } from './github-client';
 import { GithubController } from './github.controller';
-import { GithubJobs } from './github-jobs';
 import { GithubRepository } from './github.repository';
 import { GithubService } from './github.service';
-import { WebhooksService } from './webhooks.service';
+import { GithubWebhooksService } from './github-webhooks.service';
 
 /** The GitHub App: connected repositories, run on push, Run now and delivery inspection. */
 @Module({
   imports: [BenchmarksModule, RunsModule, SubmissionsModule, TeamsModule, UsersModule],
   controllers: [GithubController],
-  providers: [GithubClient, GithubJobs, GithubRepository, DeliveryProcessor, GithubService, WebhooksService],
+  providers: [GithubClient, GithubRepository, DeliveryProcessor, GithubService, GithubWebhooksService],
 })
 export class GithubModule {}

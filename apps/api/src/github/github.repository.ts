@@ -2,12 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, In, Not } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
 import { returned } from '../database/returned-rows';
-import {
-  GithubDeliveryEntity,
-  GithubInstallationEntity,
-  GithubInstallStateEntity,
-  RepositoryConnectionEntity,
-} from './entities';
+import { GithubDeliveryEntity } from './github-delivery.entity';
+import { GithubInstallStateEntity } from './github-install-state.entity';
+import { GithubInstallationEntity } from './github-installation.entity';
+import { RepositoryConnectionEntity } from './repository-connection.entity';
+
+/** A spent install state: who started the install flow, for which team. */
+export type SpentStateRow = Pick<GithubInstallStateEntity, 'stateHash' | 'teamId' | 'userId'>;
+
+interface DeliveryIdRow {
+  id: string;
+}
 
 /** How long a "Run now" or job may hold a delivery before another worker may take it over. */
 const STALE_PROCESSING = "interval '10 minutes'";
@@ -27,13 +32,13 @@ export class GithubRepository extends TransactionalRepository {
   }
 
   /** Spends a state: one conditional UPDATE, so two callbacks with the same state cannot both win. */
-  async spendState(stateHash: string, now: Date): Promise<GithubInstallStateEntity | null> {
-    const rows = await this.manager.query(
+  async spendState(stateHash: string, now: Date): Promise<SpentStateRow | null> {
+    const rows = await this.manager.query<unknown>(
       `UPDATE github_install_states SET used_at = $2 WHERE state_hash = $1 AND used_at IS NULL AND expires_at > $2
        RETURNING state_hash AS "stateHash", team_id AS "teamId", user_id AS "userId"`,
       [stateHash, now],
     );
-    return returned<GithubInstallStateEntity>(rows)[0] ?? null;
+    return returned<SpentStateRow>(rows)[0] ?? null;
   }
 
   findState(stateHash: string): Promise<GithubInstallStateEntity | null> {
@@ -158,13 +163,13 @@ export class GithubRepository extends TransactionalRepository {
    * conditional UPDATE, so a job and a redelivery never process it at the same time.
    */
   async claimDelivery(id: string): Promise<GithubDeliveryEntity | null> {
-    const rows = await this.manager.query(
+    const rows = await this.manager.query<unknown>(
       `UPDATE github_deliveries SET status = 'processing', attempts = attempts + 1, processed_at = now()
         WHERE id = $1 AND (status IN ('queued', 'failed') OR (status = 'processing' AND processed_at < now() - ${STALE_PROCESSING}))
         RETURNING id`,
       [id],
     );
-    return returned(rows).length ? this.findDelivery(id) : null;
+    return returned<DeliveryIdRow>(rows).length ? this.findDelivery(id) : null;
   }
 
   async updateDelivery(id: string, patch: Partial<GithubDeliveryEntity>): Promise<void> {
@@ -173,10 +178,10 @@ export class GithubRepository extends TransactionalRepository {
 
   /** Queues a failed delivery again; false when it is not failed (any more). */
   async requeueFailed(id: string): Promise<boolean> {
-    const rows = await this.manager.query(
+    const rows = await this.manager.query<unknown>(
       `UPDATE github_deliveries SET status = 'queued' WHERE id = $1 AND status = 'failed' RETURNING id`,
       [id],
     );
-    return returned(rows).length === 1;
+    return returned<DeliveryIdRow>(rows).length === 1;
   }
 }

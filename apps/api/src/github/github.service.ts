@@ -4,18 +4,20 @@ import { isGithubId } from '@dryft/libs';
 import type { GithubStatus, GrantedRepositories, RunView } from '@dryft/libs';
 import { BenchmarksService } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
+import { Jobs } from '../common/jobs';
 import { AppError, badRequest, conflict, forbidden, notFound, unprocessable } from '../common/errors';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
-import { RunsService } from '../runs/runs.service';
+import { RunViews } from '../runs/run-views';
 import { TeamsService } from '../teams/teams.service';
 import { UsersService } from '../users/users.service';
+import { DELIVERY_QUEUE } from './delivery-queue';
 import { DeliveryProcessor, RunNowPayload } from './delivery-processor.service';
 import type { ConnectionView, DeliveryView } from './dto';
 import { normalizeEngineFolder } from './engine-folder';
-import { Evaluation, GithubDeliveryEntity, RepositoryConnectionEntity } from './entities';
+import { GithubDeliveryEntity } from './github-delivery.entity';
+import { Evaluation, RepositoryConnectionEntity } from './repository-connection.entity';
 import { GithubClient, GithubError, GithubRepository as GithubRepo } from './github-client';
-import { GithubJobs } from './github-jobs';
 import { githubAppSettings, missingGithubAppSettings, unconfiguredMessage } from './github-settings';
 import { GithubRepository } from './github.repository';
 
@@ -33,12 +35,12 @@ export class GithubService {
   constructor(
     private readonly repo: GithubRepository,
     private readonly client: GithubClient,
-    private readonly jobs: GithubJobs,
+    private readonly jobs: Jobs,
     private readonly processor: DeliveryProcessor,
     private readonly teams: TeamsService,
     private readonly users: UsersService,
     private readonly benchmarks: BenchmarksService,
-    private readonly runs: RunsService,
+    private readonly runs: RunViews,
     private readonly clock: Clock,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -464,12 +466,12 @@ export class GithubService {
     }
     const queued = await this.repo.transaction(async (tx) => {
       if (!(await tx.requeueFailed(d.id))) return false;
-      await this.jobs.enqueue(tx.currentManager(), d.id);
+      await this.jobs.enqueue(tx.currentManager(), DELIVERY_QUEUE, { deliveryId: d.id });
       return true;
     });
     if (!queued)
       throw conflict('delivery_not_redeliverable', 'This delivery is already being processed again.');
-    this.jobs.wake();
+    this.jobs.wake(DELIVERY_QUEUE);
     return deliveryView((await this.repo.findDelivery(d.id))!);
   }
 

@@ -1,5 +1,6 @@
-import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import { Controller, Get, Param, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { badRequest } from '../common/errors';
 import { Public } from '../common/principal';
 import { PublicSnapshots, sendSnapshot } from './public-snapshots';
 
@@ -23,14 +24,27 @@ export class LeaderboardsController {
     sendSnapshot(req, res, await this.snapshots.benchmark(id));
   }
 
+  /** `?board=final`: the organizer's published verified final board (404 until published); default the live one. */
   @Public()
-  @Get('api/leaderboards/:benchmarkId')
+  @Get(['api/leaderboards/:benchmarkId', 'api/benchmarks/:benchmarkId/leaderboard'])
   async get(
     @Param('benchmarkId') benchmarkId: string,
+    @Query('board') board: unknown,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    sendSnapshot(req, res, await this.snapshots.leaderboard(benchmarkId));
+    if (board !== undefined && board !== 'live' && board !== 'final')
+      throw badRequest(
+        'invalid_board',
+        'board must be "live" (the default) or "final" (the published final board).',
+      );
+    sendSnapshot(
+      req,
+      res,
+      await (board === 'final'
+        ? this.snapshots.finalBoard(benchmarkId)
+        : this.snapshots.leaderboard(benchmarkId)),
+    );
   }
 
   @Public()

@@ -60,6 +60,8 @@ export class LeaderboardsService {
     const guess = this.boardQueries.get(benchmarkId);
     const early = guess ? this.boards.bestNamed(benchmarkId, ...guess) : null;
     early?.catch(() => undefined); // awaited below, or dropped when the settings changed
+    const finalAt = this.boards.finalPublishedAt(benchmarkId);
+    finalAt.catch(() => undefined); // awaited below
     const b = await this.benchmarks.get(benchmarkId);
     traceStep(`board:${benchmarkId}`, 'settings');
     const query: BoardQuery = [
@@ -87,13 +89,38 @@ export class LeaderboardsService {
       runId: r.run_id,
       achievedAt: new Date(r.finished_at).toISOString(),
     }));
+    const published = await finalAt;
     return {
       benchmarkId: b.id,
       rulesVersion: b.rulesVersion,
       ranks: b.ranks,
       entries,
       updatedAt: this.clock.now().toISOString(),
+      board: 'live',
+      finalPublishedAt: published ? new Date(published).toISOString() : null,
     };
+  }
+
+  /** The eligible best run of each holder, best first (what the live board ranks; names left out). */
+  async bestRuns(benchmarkId: string): Promise<BestRow[]> {
+    return this.bestRows(await this.benchmarks.get(benchmarkId));
+  }
+
+  /** The published final board, as published; 404 while the organizer has published none. */
+  async finalBoard(benchmarkId: string): Promise<LeaderboardView> {
+    const b = await this.benchmarks.get(benchmarkId);
+    const row = await this.boards.finalBoard(b.id);
+    if (!row)
+      throw notFound(
+        'final_board_not_published',
+        `${b.title} has no published final board yet; the live board (without ?board=final) is the one that stands.`,
+      );
+    return { ...row.board, board: 'final', finalPublishedAt: row.publishedAt.toISOString() };
+  }
+
+  /** Stores the organizer's final board as published (the reruns domain decides what it holds). */
+  async publishFinal(benchmarkId: string, batchId: string, board: LeaderboardView, at: Date): Promise<void> {
+    await this.boards.publishFinal({ benchmarkId, batchId, board, publishedAt: at });
   }
 
   /** Where a run stands: its place if it ranks, or why it does not. */
@@ -130,8 +157,14 @@ export class LeaderboardsService {
   private ineligibility(run: RunEntity, b: EffectiveBenchmark): string | null {
     if (run.mode === 'baseline')
       return 'A baseline re-measure times the baseline engine alone: it has no score and never ranks.';
+    if (run.mode === 'calibration')
+      return 'A calibration run pairs the baseline with the reference engine to measure K: it has no score and never ranks.';
+    if (run.rerunOf)
+      return `An organizer's re-run of run ${run.rerunOf}: its result is recorded next to that run and does not rank on the live board.`;
     if (run.mode !== 'official') {
       const ranked = b.kind === 'training' ? b.tiers.filter((t) => t.ranked).map((t) => t.title) : [];
+      if (b.kind === 'training' && !ranked.length)
+        return 'Practice runs give feedback, not a leaderboard score. This benchmark has no ranked tier: none of its runs ranks.';
       return ranked.length
         ? `Practice runs give feedback, not a leaderboard score. Start a ${ranked.join(' or ')} run to rank.`
         : 'Public runs give feedback, not a leaderboard score. Start an official run to rank.';
@@ -166,7 +199,21 @@ export class LeaderboardsService {
     for (const b of benchmarks) {
       const rows = await this.bestRows(b);
       const i = rows.findIndex((r) => r.holder === team.id);
-      if (i >= 0) places.push({ benchmarkId: b.id, rank: i + 1, score: Number(rows[i].score) });
+      if (i < 0) continue;
+      const published = await this.boards.finalBoard(b.id);
+      const f = published?.board.entries.find((e) => e.teamSlug === team.slug);
+      places.push({
+        benchmarkId: b.id,
+        rank: i + 1,
+        score: Number(rows[i].score),
+        ...(published
+          ? {
+              final: f
+                ? { rank: f.rank, score: f.score, publishedAt: published.publishedAt.toISOString() }
+                : null,
+            }
+          : {}),
+      });
     }
     const disqualified = await this.boards.disqualifiedForTeam(
       team.id,

@@ -141,6 +141,8 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
         local({ kind: 'settings', benchmarkId }),
       ),
       this.bus.on('benchmark.rules_changed', ({ benchmarkId }) => local({ kind: 'rules', benchmarkId })),
+      // The benchmark view's calibration summary.
+      this.bus.on('benchmark.calibrated', ({ benchmarkId }) => local({ kind: 'settings', benchmarkId })),
       this.bus.on('team.member_left', () => local({ kind: 'people' })),
       this.bus.on('team.member_removed', () => local({ kind: 'people' })),
       this.bus.on('team.member_joined', () => local({ kind: 'people' })),
@@ -165,7 +167,12 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
     };
     switch (change.kind) {
       case 'board':
-        drop((k) => k === `board:${change.benchmarkId}` || k.startsWith('team:'));
+        drop(
+          (k) =>
+            k === `board:${change.benchmarkId}` ||
+            k === `final:${change.benchmarkId}` ||
+            k.startsWith('team:'),
+        );
         break;
       case 'settings':
         drop((k) => k === 'benchmarks' || k === `benchmark:${change.benchmarkId}`);
@@ -176,11 +183,12 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
             k === 'benchmarks' ||
             k === `benchmark:${change.benchmarkId}` ||
             k === `board:${change.benchmarkId}` ||
+            k === `final:${change.benchmarkId}` ||
             k.startsWith('team:'),
         );
         break;
       case 'people':
-        drop((k) => k.startsWith('board:') || k.startsWith('team:'));
+        drop((k) => k.startsWith('board:') || k.startsWith('final:') || k.startsWith('team:'));
         break;
     }
   }
@@ -189,14 +197,25 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
     return this.get(`board:${benchmarkId}`, () => this.boards.get(benchmarkId), boardSnapshot);
   }
 
+  /** The published final board (frozen as published; dropped with the live one when it changes). */
+  finalBoard(benchmarkId: string): Promise<Snapshot<LeaderboardView>> {
+    return this.get(`final:${benchmarkId}`, () => this.boards.finalBoard(benchmarkId), boardSnapshot);
+  }
+
   benchmarkList(): Promise<Snapshot<PublicBenchmark[]>> {
-    return this.get('benchmarks', async () =>
-      (await this.benchmarks.list()).map((b) => this.benchmarks.toPublic(b)),
-    );
+    return this.get('benchmarks', async () => {
+      const calibrations = await this.benchmarks.calibrationSummaries();
+      return (await this.benchmarks.list()).map((b) =>
+        this.benchmarks.toPublic(b, calibrations.get(b.id) ?? []),
+      );
+    });
   }
 
   benchmark(id: string): Promise<Snapshot<PublicBenchmark>> {
-    return this.get(`benchmark:${id}`, async () => this.benchmarks.toPublic(await this.benchmarks.get(id)));
+    return this.get(`benchmark:${id}`, async () => {
+      const b = await this.benchmarks.get(id);
+      return this.benchmarks.toPublic(b, (await this.benchmarks.calibrationSummaries()).get(b.id) ?? []);
+    });
   }
 
   teamPage(slug: string): Promise<Snapshot<TeamPageView>> {
@@ -213,14 +232,25 @@ export class PublicSnapshots implements OnModuleInit, OnModuleDestroy {
     const url = req.url ?? '';
     const q = url.indexOf('?');
     const parts = (q < 0 ? url : url.slice(0, q)).split('/');
+    // A query string other than the board's choice takes the full route (it validates it).
+    const query = q < 0 ? '' : url.slice(q + 1);
+    if (query !== '' && query !== 'board=live' && query !== 'board=final') return false;
+    const board = query === 'board=final' ? 'final' : 'board';
     // ['', 'api', ...]
     if (parts[0] !== '' || parts[1] !== 'api') return false;
     let key: string | null = null;
-    if (parts.length === 3 && parts[2] === 'benchmarks') key = 'benchmarks';
+    if (parts.length === 3 && parts[2] === 'benchmarks') key = query ? null : 'benchmarks';
     else if (parts.length === 4 && PLAIN.test(parts[3])) {
       if (parts[2] === 'benchmarks') key = `benchmark:${parts[3]}`;
-      else if (parts[2] === 'leaderboards') key = `board:${parts[3]}`;
-    } else if (parts.length === 5 && parts[2] === 'public' && parts[3] === 'teams' && PLAIN.test(parts[4]))
+      else if (parts[2] === 'leaderboards') key = `${board}:${parts[3]}`;
+    } else if (
+      parts.length === 5 &&
+      parts[2] === 'benchmarks' &&
+      parts[4] === 'leaderboard' &&
+      PLAIN.test(parts[3])
+    )
+      key = `${board}:${parts[3]}`;
+    else if (parts.length === 5 && parts[2] === 'public' && parts[3] === 'teams' && PLAIN.test(parts[4]))
       key = `team:${parts[4]}`;
     const snap = key ? this.entries.get(key) : undefined;
     if (!snap) return false;

@@ -1,160 +1,129 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { leaderboardDiff, LiveClientToServer, refusal } from '@dryft/libs';
-import type { AccessLostReason, AccessRevokedEvent, JoinAck, LeaderboardView } from '@dryft/libs';
+import { Inject, Logger, OnApplicationBootstrap, OnModuleDestroy, UseFilters } from '@nestjs/common';
+import {
+  ConnectedSocket,
+  MessageBody,
+  OnGatewayConnection,
+  OnGatewayDisconnect,
+  OnGatewayInit,
+  SubscribeMessage,
+  WebSocketGateway,
+  WebSocketServer,
+} from '@nestjs/websockets';
+import { LiveClientToServer, refusal } from '@dryft/libs';
+import type { JoinAck } from '@dryft/libs';
+import { parse as parseCookies } from 'cookie';
 import type { z } from 'zod';
 import { AgentEvents } from '../agents/agent-events';
 import { AgentsService } from '../agents/agents.service';
 import { AuthService, SESSION_COOKIE } from '../auth/auth.service';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
-import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 import { EventBus } from '../common/event-bus';
-import { traceEnd, traceMark } from '../common/latency-trace';
 import type { Principal } from '../common/principal';
+import { RateLimiter } from '../rate-limits/rate-limiter';
 import { CONFIG, Config } from '../config/config';
-import { boardVersion, isPublicChange, PublicSnapshots, Snapshot } from '../leaderboards/public-snapshots';
+import { boardVersion, isPublicChange, PublicSnapshots } from '../leaderboards/public-snapshots';
 import { RunsRepository } from '../runs/runs.repository';
-import { RunsService } from '../runs/runs.service';
+import { RunLog } from '../runs/run-log';
+import { RunViews } from '../runs/run-views';
 import { TeamsService } from '../teams/teams.service';
+import { BoardBroadcaster } from './board-broadcaster';
+import { FleetBroadcaster } from './fleet-broadcaster';
+import { NoticeBroadcaster } from './notice-broadcaster';
+import { AccessLost, isAccessLost, LiveAccess, orUnavailable } from './live-access';
 import { RemoteRunLines } from './remote-run-lines';
 import { RunChannels } from './run-channels';
-import { answerUnknownEvents, authenticatedHandshake, onAcked } from '../socket/socket-handlers';
+import { REMOTE_ACCESS_LOST, REMOTE_PUBLIC_CHANGED } from '../socket/replica-messages';
+import { answerUnknownEvents, authenticatedHandshake } from '../socket/socket-handlers';
+import { ZodPayloadPipe } from '../socket/socket-payloads';
+import { LiveAckFilter } from './live-ack-filter';
 import { LiveNamespace, LiveSocket, SocketServer } from '../socket/socket-server';
+import { forRun } from '../common/logging';
 
 type LiveEvent = keyof typeof LiveClientToServer;
 type Payload<E extends LiveEvent> = z.infer<(typeof LiveClientToServer)[E]>;
 
-/**
- * A board changes, and its spectators get it at once (the broadcast leaves on the next turn of the
- * event loop, so changes made together cost one); further changes within this window after a
- * broadcast wait for its end and cost one more read and broadcast between them (runs finishing
- * together, a rules bump). A single change pays no window at all (bench/RESULTS.md).
- */
-export const LEADERBOARD_COALESCE_MS = 50;
+/** The pipe of an event's payload: its schema in the contract; a missing payload is taken as `{}`. */
+const body = <E extends LiveEvent>(event: E) =>
+  MessageBody(new ZodPayloadPipe(LiveClientToServer[event] as unknown as z.ZodType<Payload<E>>, {}));
 
-/** One board's broadcast schedule: one due on the next turn, or a window open after one. */
-interface BoardBroadcast {
-  immediate?: NodeJS.Immediate;
-  timer?: NodeJS.Timeout;
-  /** A change came after the last broadcast started: one more at the end of the window. */
-  pending: boolean;
-}
-const AGENTS_COALESCE_MS = 250;
-/** Cross-replica: a credential or a membership stopped granting access; every replica cuts its own sockets. */
-const REMOTE_ACCESS_LOST = 'dryft:access.lost';
-/** Cross-replica: public data changed; every replica drops its snapshots of it (PublicSnapshots). */
-const REMOTE_PUBLIC_CHANGED = 'dryft:public.changed';
-/** setTimeout's longest delay; a later expiry re-arms the timer. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+const current = (socket: LiveSocket) => (socket.data.principal ?? null) as Principal | null;
+const needSignIn = () =>
+  refusal(
+    'sign_in_required',
+    'Sign in, or connect with auth: { token: "dryft_pat_…" }, to follow runs and teams.',
+  );
 
 /**
- * Who lost access to what: every connection matched by `tokenId`, `sessionHash` or (`userId` and
- * `teamId`) leaves the private rooms of `teamId` (a membership ended) or all of them (the credential
- * itself is gone).
+ * The `/live` namespace for browsers and the CLI, and its one writer. The handshake authenticates
+ * with the session cookie or `auth.token` (a team API token) through the same AuthService as HTTP; a
+ * connection with neither is a spectator and may only join leaderboards. Rooms: `run:<id>` (the
+ * run's team only), `leaderboard:<benchmark>` (anyone), `team:<id>` (members), `agents`
+ * (organizers). What it sends comes from the domain events, through the parts it owns: RunChannels
+ * (run logs), LiveAccess (revocation), BoardBroadcaster (boards), FleetBroadcaster (agents).
+ *
+ * A Nest gateway on HubIoAdapter: each `@SubscribeMessage` method gets the socket and its payload
+ * parsed by the event's zod schema (ZodPayloadPipe), and its answer is the ack; what it throws,
+ * a refused payload included, is answered on the ack by LiveAckFilter. An event not in the contract
+ * is answered `unknown_event` (handleConnection).
  */
-interface AccessLost {
-  reason: AccessLostReason;
-  tokenId?: string;
-  sessionHash?: string;
-  userId?: string;
-  teamId?: string;
-}
-
-const ACCESS_MESSAGES: Record<AccessLostReason, string> = {
-  token_revoked:
-    'The API token this connection used was revoked; its live streams were stopped. Ask a team owner or admin for a new token.',
-  token_expired:
-    'The API token this connection used expired; its live streams were stopped. Ask a team owner or admin for a new token.',
-  token_creator_left:
-    'The API token this connection used was created by someone who is no longer a member of the team, so it stopped working; its live streams were stopped. Ask a team owner or admin for a new token.',
-  member_removed:
-    "You were removed from this team, so its runs and logs are no longer visible to you; live streams of the team's runs were stopped.",
-  member_left:
-    "You left this team, so its runs and logs are no longer visible to you; live streams of the team's runs were stopped.",
-  logged_out: 'You signed out, so live streams of your team were stopped. Sign in again to follow runs.',
-  session_expired:
-    'Your session expired, so live streams of your team were stopped. Sign in again to follow runs.',
-};
-
-/** Per-socket bookkeeping for revocation: which run rooms belong to which team, and the expiry timer. */
-interface SocketAccess {
-  runTeams: Map<string, string>;
-  /** Bumped on every revocation, so a join that was being checked meanwhile is undone. */
-  epoch: number;
-  expiry?: NodeJS.Timeout;
-}
-const access = (socket: LiveSocket): SocketAccess => {
-  const data = socket.data as { access?: SocketAccess };
-  data.access ??= { runTeams: new Map(), epoch: 0 };
-  return data.access;
-};
-
-function parseCookies(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of (header ?? '').split(';')) {
-    const i = part.indexOf('=');
-    if (i <= 0) continue;
-    const k = part.slice(0, i).trim();
-    const v = part.slice(i + 1).trim();
-    try {
-      out[k] = decodeURIComponent(v);
-    } catch {
-      out[k] = v;
-    }
-  }
-  return out;
-}
-
-/** A lookup's fallback for a bad id, but a database outage is passed on (said as such, not "not found"). */
-const orUnavailable =
-  <T>(fallback: T) =>
-  (err: unknown): T => {
-    if (isDatabaseUnavailable(err)) throw err;
-    return fallback;
-  };
-
-/**
- * The `/live` namespace for browsers and the CLI. The handshake authenticates with the session
- * cookie or `auth.token` (a team API token) through the same AuthService as HTTP; a connection with
- * neither is a spectator and may only join leaderboards. Rooms: `run:<id>` (the run's team only),
- * `leaderboard:<benchmark>` (anyone), `team:<id>` (members), `agents` (organizers).
- */
-@Injectable()
-export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
+@WebSocketGateway({ namespace: '/live' })
+@UseFilters(new LiveAckFilter())
+export class LiveGateway
+  implements OnGatewayInit, OnGatewayConnection, OnGatewayDisconnect, OnApplicationBootstrap, OnModuleDestroy
+{
   private readonly logger = new Logger('LiveGateway');
-  private nsp!: LiveNamespace;
-  private channels!: RunChannels;
+  /** Set by Nest when it connects the gateway (before afterInit). */
+  @WebSocketServer() private nsp!: LiveNamespace;
+  private readonly channels: RunChannels;
+  readonly access: LiveAccess;
+  private readonly board: BoardBroadcaster;
+  private readonly fleet: FleetBroadcaster;
   private readonly unsubscribe: (() => void)[] = [];
-  private readonly boardBroadcasts = new Map<string, BoardBroadcast>();
-  /** The board each benchmark's last broadcast carried: the base of the next diff. */
-  private readonly boardsSent = new Map<string, Snapshot<LeaderboardView>>();
-  private agentsTimer?: NodeJS.Timeout;
-  private sweepTimer?: NodeJS.Timeout;
-  private sweeping = false;
 
   constructor(
     private readonly sockets: SocketServer,
     private readonly auth: AuthService,
-    private readonly teams: TeamsService,
-    private readonly runs: RunsService,
+    teams: TeamsService,
+    private readonly runs: RunViews,
     private readonly runsRepo: RunsRepository,
+    private readonly runLog: RunLog,
     private readonly boards: PublicSnapshots,
     private readonly registry: BenchmarkRegistry,
     private readonly agents: AgentsService,
     private readonly agentEvents: AgentEvents,
     private readonly bus: EventBus,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly remoteLines: RemoteRunLines,
+    private readonly limiter: RateLimiter,
     @Inject(CONFIG) private readonly config: Config,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.nsp = this.sockets.live;
+  ) {
+    const nsp = () => this.nsp;
+    const logError = (message: string) => this.logger.error(message);
     this.channels = new RunChannels(
-      () => this.nsp,
-      (runId, after, limit) => this.runsRepo.getLogs(runId, after, limit),
+      nsp,
+      (runId, after, limit) => this.runLog.read(runId, after, limit),
       this.remoteLines,
     );
+    this.access = new LiveAccess({
+      sockets: () => this.nsp.sockets.values(),
+      evict: (socket, runId) => this.channels.evict(socket, runId),
+      auth,
+      teams,
+      clock,
+      log: (message) => this.logger.log(message),
+    });
+    this.board = new BoardBroadcaster({ boards, nsp, logError });
+    this.fleet = new FleetBroadcaster({ agents, nsp, logError });
+    this.unsubscribe.push(new NoticeBroadcaster({ bus, nsp }).start());
+  }
+
+  /** The handshake, on every connection and reconnection (Nest connects the gateway during app.init). */
+  afterInit(nsp: LiveNamespace): void {
+    nsp.use(authenticatedHandshake(this.logger, 'live', (socket: LiveSocket) => this.handshake(socket)));
+  }
+
+  onApplicationBootstrap(): void {
     // Lines stored on another replica reach this one only for runs watched here (RunChannels).
     this.remoteLines.onLines(
       (runId, lines, storedUpTo) => void this.channels.deliver(runId, lines, storedUpTo),
@@ -167,41 +136,18 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
             this.logger.error(`catch-up after Redis came back: ${(err as Error).message}`),
           ),
     );
-    this.nsp.use(
-      authenticatedHandshake(this.logger, 'live', async (socket: LiveSocket) => {
-        const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-        const cookie = parseCookies(socket.handshake.headers.cookie)[SESSION_COOKIE];
-        const creds =
-          typeof token === 'string' && token
-            ? { authorization: `Bearer ${token}` }
-            : cookie
-              ? { sessionCookie: cookie }
-              : {};
-        socket.data.principal = await this.auth.authenticate(creds);
-      }),
-    );
-    this.nsp.on('connection', (socket) => this.onConnection(socket));
-    this.sweepTimer = setInterval(
-      () => void this.sweepAccess(),
-      this.config.LIVE_ACCESS_SWEEP_SECONDS * 1000,
-    );
-    this.sweepTimer.unref();
+    this.access.startSweeping(this.config.LIVE_ACCESS_SWEEP_SECONDS);
+
     this.nsp.on(REMOTE_PUBLIC_CHANGED, (change: unknown) => {
-      if (!isPublicChange(change)) return;
-      this.boards.apply(change);
-      // The replica where the change happened broadcasts it to every replica's spectators: this
-      // one's last board is no longer theirs, so its next broadcast is the whole board, not a diff.
-      if (change.kind === 'people') this.boardsSent.clear();
-      else this.boardsSent.delete(change.benchmarkId);
+      if (isPublicChange(change)) this.board.changedElsewhere(change);
     });
     if (this.sockets.clustered)
       this.boards.crossReplica((change) => this.nsp.serverSideEmit(REMOTE_PUBLIC_CHANGED, change));
-    this.nsp.on(REMOTE_ACCESS_LOST, (lost: AccessLost) => {
-      if (lost && typeof lost.reason === 'string' && lost.reason in ACCESS_MESSAGES)
-        this.accessLostHere(lost);
+    this.nsp.on(REMOTE_ACCESS_LOST, (lost: unknown) => {
+      if (isAccessLost(lost)) this.access.lostHere(lost);
     });
     const accessLost = (lost: AccessLost) => {
-      this.accessLostHere(lost);
+      this.access.lostHere(lost);
       if (this.sockets.clustered) this.nsp.serverSideEmit(REMOTE_ACCESS_LOST, lost);
     };
 
@@ -221,8 +167,10 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
       this.bus.on('run.check', (p) => void toRun(p.runId).emit('run.check', p)),
       this.bus.on('run.metric', (p) => void toRun(p.runId).emit('run.metric', p)),
       this.bus.on('run.result', (p) => void toRun(p.runId).emit('run.result', p)),
-      this.bus.on('leaderboard.changed', ({ benchmarkId }) => this.leaderboardChanged(benchmarkId)),
-      this.agentEvents.onChanged(() => this.agentsChanged()),
+      this.bus.on('leaderboard.changed', ({ benchmarkId }) => this.board.changed(benchmarkId)),
+      // To every spectator on every replica (the adapter carries a namespace-wide emit).
+      this.bus.on('benchmark.clock_changed', ({ clock }) => void this.nsp.emit('benchmark.clock', { clock })),
+      this.agentEvents.onChanged(() => this.fleet.changed()),
       this.bus.on('access.lost', (lost) => accessLost(lost)),
       this.bus.on('team.member_removed', ({ teamId, userId }) =>
         accessLost({ reason: 'member_removed', teamId, userId }),
@@ -235,317 +183,142 @@ export class LiveGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   onModuleDestroy(): void {
     for (const u of this.unsubscribe) u();
-    for (const b of this.boardBroadcasts.values()) {
-      if (b.immediate) clearImmediate(b.immediate);
-      if (b.timer) clearTimeout(b.timer);
-    }
-    if (this.agentsTimer) clearTimeout(this.agentsTimer);
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.board.stop();
+    this.fleet.stop();
+    this.access.stop();
   }
 
-  /**
-   * The first change to a quiet board is broadcast on the next turn of the event loop; changes while
-   * that one is due ride along, and changes within the window after it cost one trailing broadcast.
-   */
-  leaderboardChanged(benchmarkId: string): void {
-    traceMark(`board:${benchmarkId}`, 'changed');
-    const due = this.boardBroadcasts.get(benchmarkId);
-    if (due) {
-      if (!due.immediate) due.pending = true;
-      return;
-    }
-    const state: BoardBroadcast = { pending: false };
-    this.boardBroadcasts.set(benchmarkId, state);
-    const window = () => {
-      state.timer = setTimeout(() => {
-        state.timer = undefined;
-        if (!state.pending) {
-          this.boardBroadcasts.delete(benchmarkId);
-          return;
-        }
-        state.pending = false;
-        this.broadcastBoard(benchmarkId);
-        window();
-      }, LEADERBOARD_COALESCE_MS);
-    };
-    state.immediate = setImmediate(() => {
-      traceMark(`board:${benchmarkId}`, 'immediate');
-      state.immediate = undefined;
-      this.broadcastBoard(benchmarkId);
-      window();
-    });
+  /** Re-checks every socket's access now (the periodic sweep; tests call it). */
+  sweepAccess(): Promise<void> {
+    return this.access.sweep();
   }
 
-  /**
-   * One snapshot (the one REST reads serve), encoded once by socket.io for the whole room: as the
-   * places that changed since the last broadcast (`leaderboard.diff`) where that is smaller than the
-   * whole board, else the whole board (`leaderboard.update`), versioned by content (boardVersion).
-   */
-  private broadcastBoard(benchmarkId: string): void {
-    this.boards
-      .leaderboard(benchmarkId)
-      .then((snap) => {
-        const trace = `board:${benchmarkId}`;
-        traceMark(trace, 'snapshot');
-        const room = this.nsp.to(`leaderboard:${benchmarkId}`);
-        const prev = this.boardsSent.get(benchmarkId);
-        this.boardsSent.set(benchmarkId, snap);
-        const version = boardVersion(snap);
-        const diff =
-          prev && boardVersion(prev) !== version
-            ? leaderboardDiff(prev.view, boardVersion(prev), snap.view, version)
-            : null;
-        traceMark(trace, 'diff');
-        const diffBytes = diff ? JSON.stringify(diff).length : 0;
-        if (diff && diffBytes < snap.body.length) room.emit('leaderboard.diff', diff);
-        else room.emit('leaderboard.update', { leaderboard: snap.view, version });
-        traceEnd(trace, 'emitted', {
-          diffBytes,
-          sockets: this.nsp.adapter.rooms.get(`leaderboard:${benchmarkId}`)?.size,
-        });
-      })
-      .catch((err: unknown) => this.logger.error(`leaderboard ${benchmarkId}: ${(err as Error).message}`));
+  /** Who connects: the team API token in `auth.token`, else the session cookie, else a spectator (null). */
+  async handshake(socket: LiveSocket): Promise<void> {
+    await this.limiter.socketAttempt('live', socket.handshake);
+    const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
+    const cookie = parseCookies(socket.handshake.headers.cookie ?? '')[SESSION_COOKIE];
+    const creds =
+      typeof token === 'string' && token
+        ? { authorization: `Bearer ${token}` }
+        : cookie
+          ? { sessionCookie: cookie }
+          : {};
+    socket.data.principal = await this.auth.authenticate(creds);
   }
 
-  private agentsChanged(): void {
-    if (this.agentsTimer) return;
-    this.agentsTimer = setTimeout(() => {
-      this.agentsTimer = undefined;
-      this.agents
-        .list()
-        .then((agents) => this.nsp.to('agents').emit('agents.update', { agents }))
-        .catch((err: unknown) => this.logger.error(`agents update: ${(err as Error).message}`));
-    }, AGENTS_COALESCE_MS);
-  }
-
-  /**
-   * Cuts this replica's sockets that `lost` matches out of private rooms, synchronously (no private
-   * event can reach them after this returns), and tells each why with `access.revoked`.
-   */
-  private accessLostHere(lost: AccessLost): void {
-    for (const socket of this.nsp.sockets.values()) {
-      const principal = socket.data.principal as Principal | null | undefined;
-      if (!principal) continue;
-      let scope: 'all' | string | null = null;
-      if (lost.tokenId) {
-        if (principal.tokenId === lost.tokenId) scope = 'all';
-      } else if (lost.sessionHash) {
-        if (principal.session?.idHash === lost.sessionHash) scope = 'all';
-      } else if (lost.userId && lost.teamId && principal.user.id === lost.userId) {
-        // A token made by the member who left stops working altogether (token_creator_left).
-        if (principal.via === 'token') scope = principal.teamId === lost.teamId ? 'all' : null;
-        else scope = lost.teamId;
-      }
-      if (scope === 'all' && principal.via === 'token' && lost.userId)
-        this.cut(socket, 'token_creator_left', null);
-      else if (scope !== null) this.cut(socket, lost.reason, scope === 'all' ? null : scope);
-    }
-  }
-
-  /** Takes the socket out of the private rooms of `teamId` (null: of every team, and drops its identity). */
-  private cut(socket: LiveSocket, reason: AccessLostReason, teamId: string | null): void {
-    const state = access(socket);
-    state.epoch++;
-    const runIds = [...state.runTeams].filter(([, t]) => teamId === null || t === teamId).map(([r]) => r);
-    const rooms: string[] = [];
-    for (const runId of runIds) {
-      state.runTeams.delete(runId);
-      rooms.push(`run:${runId}`);
-      void socket.leave(`run:${runId}`);
-      this.channels.evict(socket, runId);
-    }
-    for (const room of socket.rooms) {
-      const isTeam = room.startsWith('team:') && (teamId === null || room === `team:${teamId}`);
-      if (isTeam || (teamId === null && room === 'agents')) {
-        rooms.push(room);
-        void socket.leave(room);
-      }
-    }
-    if (teamId === null) {
-      socket.data.principal = null;
-      if (state.expiry) clearTimeout(state.expiry);
-      state.expiry = undefined;
-    }
-    const event: AccessRevokedEvent = { reason, message: ACCESS_MESSAGES[reason], teamId, rooms, runIds };
-    socket.emit('access.revoked', event);
-    this.logger.log(`live ${socket.id}: ${reason}; left ${rooms.length ? rooms.join(', ') : 'no rooms'}`);
-  }
-
-  /**
-   * The safety net: re-checks every local socket's credential and the memberships behind its private
-   * rooms, and cuts what no longer holds. One query per distinct credential and (team, user) per
-   * sweep; a failed check (database down) cuts nothing.
-   */
-  async sweepAccess(): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      const credentials = new Map<string, Promise<AccessLostReason | null>>();
-      const memberships = new Map<string, Promise<boolean>>();
-      for (const socket of [...this.nsp.sockets.values()]) {
-        const principal = socket.data.principal as Principal | null | undefined;
-        if (!principal || !socket.connected) continue;
-        const key = principal.tokenId ?? principal.session?.idHash ?? principal.user.id;
-        if (!credentials.has(key))
-          credentials.set(
-            key,
-            this.auth.accessLost(principal).catch(() => null),
-          );
-        const lost = await credentials.get(key)!;
-        if (socket.data.principal !== principal) continue;
-        if (lost) {
-          this.cut(socket, lost, null);
-          continue;
-        }
-        if (principal.via !== 'session') continue;
-        const state = access(socket);
-        const teams = new Set([
-          ...state.runTeams.values(),
-          ...[...socket.rooms].filter((r) => r.startsWith('team:')).map((r) => r.slice('team:'.length)),
-        ]);
-        for (const teamId of teams) {
-          const m = `${teamId}:${principal.user.id}`;
-          if (!memberships.has(m))
-            memberships.set(
-              m,
-              this.teams.isMember(teamId, principal.user.id).catch(() => true),
-            );
-          if (!(await memberships.get(m)!) && socket.data.principal === principal)
-            this.cut(socket, 'member_removed', teamId);
-        }
-      }
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
-  /** A session or token with an expiry: the socket loses its private rooms the moment it expires. */
-  private armExpiry(socket: LiveSocket, principal: Principal): void {
-    if (!principal.expiresAt) return;
-    const state = access(socket);
-    const at = principal.expiresAt.getTime();
-    const fire = () => {
-      const left = at - this.clock.now().getTime();
-      if (left > 0) {
-        state.expiry = setTimeout(fire, Math.min(left, MAX_TIMER_MS));
-        return;
-      }
-      state.expiry = undefined;
-      if (socket.data.principal === principal)
-        this.cut(socket, principal.via === 'token' ? 'token_expired' : 'session_expired', null);
-    };
-    fire();
-  }
-
-  private onConnection(socket: LiveSocket): void {
-    const current = () => (socket.data.principal ?? null) as Principal | null;
-    const state = access(socket);
-    const initial = current();
-    if (initial) this.armExpiry(socket, initial);
-    const needSignIn = () =>
-      refusal(
-        'sign_in_required',
-        'Sign in, or connect with auth: { token: "dryft_pat_…" }, to follow runs and teams.',
+  /** Joins the run's room if it is the caller's team's (or the caller organizes); the log replay follows the ack. */
+  @SubscribeMessage('run.join')
+  async runJoin(
+    @ConnectedSocket() socket: LiveSocket,
+    @body('run.join') { runId, afterSeq }: Payload<'run.join'>,
+  ): Promise<JoinAck> {
+    const principal = current(socket);
+    if (!principal) return needSignIn();
+    const state = this.access.state(socket);
+    const epoch = state.epoch;
+    const run = await this.runsRepo.findById(runId).catch(orUnavailable(null));
+    const organizer = principal.isAdmin && principal.via === 'session';
+    // A baseline re-measure belongs to no team: organizers only.
+    const member = run?.teamId ? await this.access.isMember(principal, run.teamId) : false;
+    if (!run || !(organizer || member) || state.epoch !== epoch) {
+      return refusal(
+        'run_not_found',
+        `No run ${runId} in your team; runs and their logs are visible to their team only.`,
       );
+    }
+    if (run.teamId) state.runTeams.set(runId, run.teamId);
+    await socket.join(`run:${runId}`);
+    // Read again now that the socket is in the room: a change stored after this read reaches it
+    // as a run.status, one stored before is in the ack (the first read was only for access).
+    const now = (await this.runsRepo.findById(runId)) ?? run;
+    const view = await this.runs.view(now);
+    // The ack leaves first; the replay follows on the same socket, so it arrives after it.
+    setImmediate(
+      () =>
+        void this.channels
+          .join(socket, runId, afterSeq, () => socket.rooms.has(`run:${runId}`))
+          .catch((err: unknown) =>
+            this.logger.error(`replay ${runId}: ${(err as Error).stack}`, forRun(runId)),
+          ),
+    );
+    return { ok: true, run: view };
+  }
 
-    this.on(socket, 'run.join', async ({ runId, afterSeq }) => {
-      const principal = current();
-      if (!principal) return needSignIn();
-      const epoch = state.epoch;
-      const run = await this.runsRepo.findById(runId).catch(orUnavailable(null));
-      const organizer = principal.isAdmin && principal.via === 'session';
-      // A baseline re-measure belongs to no team: organizers only.
-      const member = run?.teamId ? await this.isMember(principal, run.teamId) : false;
-      if (!run || !(organizer || member) || state.epoch !== epoch) {
-        return refusal(
-          'run_not_found',
-          `No run ${runId} in your team; runs and their logs are visible to their team only.`,
-        );
-      }
-      if (run.teamId) state.runTeams.set(runId, run.teamId);
-      await socket.join(`run:${runId}`);
-      // Read again now that the socket is in the room: a change stored after this read reaches it
-      // as a run.status, one stored before is in the ack (the first read was only for access).
-      const now = (await this.runsRepo.findById(runId)) ?? run;
-      const view = await this.runs.view(now);
-      // The ack leaves first; the replay follows on the same socket, so it arrives after it.
-      setImmediate(
-        () =>
-          void this.channels
-            .join(socket, runId, afterSeq, () => socket.rooms.has(`run:${runId}`))
-            .catch((err: unknown) => this.logger.error(`replay ${runId}: ${(err as Error).stack}`)),
-      );
-      return { ok: true, run: view };
-    });
-    this.on(socket, 'run.leave', async ({ runId }) => {
-      state.runTeams.delete(runId);
-      await socket.leave(`run:${runId}`);
-      await this.channels.leave(socket, runId);
-      return { ok: true };
-    });
-    this.on(socket, 'leaderboard.join', async ({ benchmarkId }) => {
-      if (!this.registry.get(benchmarkId))
-        return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
-      await socket.join(`leaderboard:${benchmarkId}`);
-      const snap = await this.boards.leaderboard(benchmarkId);
-      return { ok: true, leaderboard: snap.view, leaderboardVersion: boardVersion(snap) };
-    });
-    this.on(socket, 'leaderboard.leave', async ({ benchmarkId }) => {
-      await socket.leave(`leaderboard:${benchmarkId}`);
-      return { ok: true };
-    });
-    this.on(socket, 'team.join', async ({ teamId }) => {
-      const principal = current();
-      if (!principal) return needSignIn();
-      const epoch = state.epoch;
-      if (!(await this.isMember(principal, teamId)) || state.epoch !== epoch)
-        return refusal('team_not_found', 'You are not a member of this team.');
-      await socket.join(`team:${teamId}`);
-      return { ok: true };
-    });
-    this.on(socket, 'agents.join', async () => {
-      if (!current()?.isAdmin)
-        return refusal('organizers_only', 'Only organizers (ADMIN_LOGINS) can watch the agents.');
-      await socket.join('agents');
-      const agents = await this.agents.list();
-      setImmediate(() => socket.emit('agents.update', { agents }));
-      return { ok: true };
-    });
+  @SubscribeMessage('run.leave')
+  async runLeave(
+    @ConnectedSocket() socket: LiveSocket,
+    @body('run.leave') { runId }: Payload<'run.leave'>,
+  ): Promise<JoinAck> {
+    this.access.state(socket).runTeams.delete(runId);
+    await socket.leave(`run:${runId}`);
+    await this.channels.leave(socket, runId);
+    return { ok: true };
+  }
+
+  /** Anyone, signed in or not, may watch a benchmark's board; the ack carries it and its version. */
+  @SubscribeMessage('leaderboard.join')
+  async leaderboardJoin(
+    @ConnectedSocket() socket: LiveSocket,
+    @body('leaderboard.join') { benchmarkId }: Payload<'leaderboard.join'>,
+  ): Promise<JoinAck> {
+    if (!this.registry.get(benchmarkId))
+      return refusal('benchmark_not_found', `No benchmark "${benchmarkId}".`);
+    await socket.join(`leaderboard:${benchmarkId}`);
+    const snap = await this.boards.leaderboard(benchmarkId);
+    return { ok: true, leaderboard: snap.view, leaderboardVersion: boardVersion(snap) };
+  }
+
+  @SubscribeMessage('leaderboard.leave')
+  async leaderboardLeave(
+    @ConnectedSocket() socket: LiveSocket,
+    @body('leaderboard.leave') { benchmarkId }: Payload<'leaderboard.leave'>,
+  ): Promise<JoinAck> {
+    await socket.leave(`leaderboard:${benchmarkId}`);
+    return { ok: true };
+  }
+
+  @SubscribeMessage('team.join')
+  async teamJoin(
+    @ConnectedSocket() socket: LiveSocket,
+    @body('team.join') { teamId }: Payload<'team.join'>,
+  ): Promise<JoinAck> {
+    const principal = current(socket);
+    if (!principal) return needSignIn();
+    const state = this.access.state(socket);
+    const epoch = state.epoch;
+    if (!(await this.access.isMember(principal, teamId)) || state.epoch !== epoch)
+      return refusal('team_not_found', 'You are not a member of this team.');
+    await socket.join(`team:${teamId}`);
+    return { ok: true };
+  }
+
+  /** Organizers only; the fleet follows the ack as `agents.update`. */
+  @SubscribeMessage('agents.join')
+  async agentsJoin(
+    @ConnectedSocket() socket: LiveSocket,
+    // Checked like every payload (an object, nothing in it), unused.
+    @body('agents.join') _payload?: Payload<'agents.join'>,
+  ): Promise<JoinAck> {
+    if (!current(socket)?.isAdmin)
+      return refusal('organizers_only', 'Only organizers (ADMIN_LOGINS) can watch the agents.');
+    await socket.join('agents');
+    const agents = await this.agents.list();
+    setImmediate(() => socket.emit('agents.update', { agents }));
+    return { ok: true };
+  }
+
+  /** A socket through the handshake: its credential's expiry is armed; unknown events are answered. */
+  handleConnection(socket: LiveSocket): void {
+    const initial = current(socket);
+    if (initial) this.access.armExpiry(socket, initial);
     answerUnknownEvents(socket, LiveClientToServer, (event) =>
       this.logger.warn(`live client sent unknown event "${event}"; ignored`),
     );
-    socket.on('disconnect', () => {
-      if (state.expiry) clearTimeout(state.expiry);
-      this.channels.forget(socket);
-    });
   }
 
-  private async isMember(principal: Principal, teamId: string): Promise<boolean> {
-    // A team API token acts for its own team only, whatever else its creator belongs to.
-    if (principal.via === 'token') return principal.teamId === teamId;
-    return this.teams.isMember(teamId, principal.user.id).catch(orUnavailable(false));
-  }
-
-  private on<E extends LiveEvent>(
-    socket: LiveSocket,
-    event: E,
-    handler: (payload: Payload<E>) => Promise<JoinAck>,
-  ): void {
-    onAcked(socket, event, LiveClientToServer[event] as unknown as z.ZodType<Payload<E>>, {
-      empty: {},
-      handle: handler,
-      malformed: (message) => {
-        this.logger.warn(`live client: malformed ${event}: ${message}`);
-        return refusal('invalid_request', message);
-      },
-      failed: (err) => {
-        if (isDatabaseUnavailable(err)) {
-          const e = databaseUnavailable();
-          return refusal(e.code, e.message);
-        }
-        this.logger.error(`live ${event} failed: ${(err as Error).stack ?? err}`);
-        return refusal('internal_error', 'Something went wrong on the server; try again.');
-      },
-    });
+  handleDisconnect(socket: LiveSocket): void {
+    this.access.forget(socket);
+    this.channels.forget(socket);
   }
 }

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { LogLine } from '@dryft/libs';
 import { CONFIG, Config } from '../config/config';
 import { SocketServer } from '../socket/socket-server';
+import { forRun } from '../common/logging';
 
 /**
  * What a replica does with lines another replica stored for a run it watches: `lines` in seq order
@@ -233,7 +234,7 @@ export class RedisRunLines extends RemoteRunLines {
     const prev = this.runs.get(runId) ?? Promise.resolve();
     const next = prev.then(step).then(
       () => undefined,
-      (err: unknown) => this.logger.warn(`run ${runId}: ${(err as Error).message}`),
+      (err: unknown) => this.logger.warn(`run ${runId}: ${(err as Error).message}`, forRun(runId)),
     );
     this.runs.set(runId, next);
     void next.then(() => {

@@ -1,15 +1,16 @@
 import { Module } from '@nestjs/common';
+import { BenchmarksModule } from '../benchmarks/benchmarks.module';
 import { RunsModule } from '../runs/runs.module';
 import { TeamsModule } from '../teams/teams.module';
 import { UsersModule } from '../users/users.module';
-import { WebhookJobs } from './webhook-jobs';
+import { FinalBoardNotices } from './final-board-notices';
 import { WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 
 @Module({
-  imports: [RunsModule, TeamsModule, UsersModule],
+  imports: [BenchmarksModule, RunsModule, TeamsModule, UsersModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, WebhooksRepository, WebhookJobs],
+  providers: [WebhooksService, WebhooksRepository, FinalBoardNotices],
 })
 export class NotificationsModule {}

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
-import { TeamWebhookEntity, WebhookDeliveryEntity } from './webhook.entities';
+import { TeamWebhookEntity } from './team-webhook.entity';
+import { WebhookDeliveryEntity } from './webhook-delivery.entity';
 
 @Injectable()
 export class WebhooksRepository {
@@ -19,6 +20,23 @@ export class WebhooksRepository {
 
   listForTeam(teamId: string): Promise<TeamWebhookEntity[]> {
     return this.hooks.find({ where: { teamId, deletedAt: IsNull() }, order: { createdAt: 'ASC' } });
+  }
+
+  /**
+   * The live webhooks subscribed to `event` of every team that submitted to the benchmark (the
+   * teams taking part in it).
+   */
+  subscribedForBenchmark(benchmarkId: string, event: string): Promise<TeamWebhookEntity[]> {
+    return this.hooks
+      .createQueryBuilder('h')
+      .where('h.deleted_at IS NULL')
+      .andWhere(':event = ANY(h.events)', { event })
+      .andWhere(
+        'EXISTS (SELECT 1 FROM submissions s WHERE s.team_id = h.team_id AND s.benchmark_id = :benchmarkId)',
+        { benchmarkId },
+      )
+      .orderBy('h.created_at', 'ASC')
+      .getMany();
   }
 
   find(teamId: string, id: string): Promise<TeamWebhookEntity | null> {

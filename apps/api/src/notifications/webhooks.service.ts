@@ -1,19 +1,28 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import type { CreateWebhookBody, RunFinishedPayload, WebhookDeliveryView, WebhookView } from '@dryft/libs';
+import type {
+  BenchmarkNotice,
+  CreateWebhookBody,
+  FinalBoardPublishedPayload,
+  RoundClosingPayload,
+  RunFinishedPayload,
+  WebhookDeliveryView,
+  WebhookView,
+} from '@dryft/libs';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import type PgBoss from 'pg-boss';
 import { Clock } from '../common/clock';
+import { Jobs, type Job } from '../common/jobs';
 import { badRequest, conflict, notFound } from '../common/errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
 import { CONFIG, Config } from '../config/config';
-import { RunsService } from '../runs/runs.service';
+import { RunViews } from '../runs/run-views';
 import { TeamsService } from '../teams/teams.service';
 import { UsersService } from '../users/users.service';
-import type { TeamWebhookEntity, WebhookDeliveryEntity } from './webhook.entities';
-import { WebhookJobs, type WebhookJob } from './webhook-jobs';
+import type { TeamWebhookEntity } from './team-webhook.entity';
+import type { WebhookDeliveryEntity } from './webhook-delivery.entity';
+import { webhookQueue, type WebhookJob } from './webhook-queue';
 import { WebhooksRepository } from './webhooks.repository';
-import { webhookTargetProblem } from './webhook-target';
+import { postWebhook, webhookTargetProblem } from './webhook-target';
 
 const MAX_WEBHOOKS_PER_TEAM = 10;
 
@@ -25,7 +34,9 @@ export function signBody(secret: string, body: string): string {
 /**
  * Outgoing team webhooks. A run reaching a final state (`run.finished` on the bus) becomes one
  * delivery per subscribed webhook, inserted with its pg-boss job in one transaction; the worker
- * posts the signed body and pg-boss retries a failure with exponential backoff.
+ * posts the signed body and pg-boss retries a failure with exponential backoff. A benchmark notice
+ * (`benchmark.notice`: `round.closing`, `final_board.published`) goes the same way to the
+ * subscribed webhooks of every team that submitted to that benchmark.
  */
 @Injectable()
 export class WebhooksService implements OnApplicationBootstrap {
@@ -33,8 +44,8 @@ export class WebhooksService implements OnApplicationBootstrap {
 
   constructor(
     private readonly repo: WebhooksRepository,
-    private readonly jobs: WebhookJobs,
-    private readonly runs: RunsService,
+    private readonly jobs: Jobs,
+    private readonly runs: RunViews,
     private readonly teams: TeamsService,
     private readonly users: UsersService,
     private readonly clock: Clock,
@@ -44,11 +55,12 @@ export class WebhooksService implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     this.bus.on('run.finished', ({ runId }) => this.onRunFinished(runId));
+    this.bus.on('benchmark.notice', ({ notice }) => this.onNotice(notice));
     if (await this.repo.anyActive()) await this.startWorker();
   }
 
   private startWorker(): Promise<void> {
-    return this.jobs.start((job) => this.deliver(job));
+    return this.jobs.work(webhookQueue(this.config), (job) => this.deliver(job));
   }
 
   async create(principal: Principal, teamId: string, body: CreateWebhookBody) {
@@ -62,7 +74,7 @@ export class WebhooksService implements OnApplicationBootstrap {
     if (problem)
       throw badRequest(
         'webhook_url_refused',
-        `${problem}. Use the public address of the service that should receive run.finished.`,
+        `${problem}. Use the public address of the service that should receive ${[...new Set(body.events)].join(', ')}.`,
       );
     const secret = `whsec_${randomBytes(24).toString('base64url')}`;
     const hook = await this.repo.create({
@@ -123,14 +135,67 @@ export class WebhooksService implements OnApplicationBootstrap {
           runId,
           body: JSON.stringify(payload),
         });
-        await this.jobs.enqueue(manager, id);
+        await this.jobs.enqueue(manager, webhookQueue(this.config), { deliveryId: id });
       }
     });
-    this.jobs.wake();
+    this.jobs.wake(webhookQueue(this.config));
+  }
+
+  /** One delivery per subscribed webhook of each team that submitted to the notice's benchmark. */
+  private async onNotice(notice: BenchmarkNotice): Promise<void> {
+    const hooks = await this.repo.subscribedForBenchmark(notice.benchmarkId, notice.kind);
+    if (hooks.length === 0) return;
+    const teams = new Map<string, { id: string; slug: string; name: string }>();
+    for (const teamId of new Set(hooks.map((h) => h.teamId))) {
+      const team = await this.teams.findById(teamId);
+      if (team) teams.set(teamId, { id: team.id, slug: team.slug, name: team.name });
+    }
+    await this.startWorker();
+    const benchmark = { id: notice.benchmarkId, title: notice.benchmarkTitle };
+    await this.repo.dataSource.transaction(async (manager) => {
+      for (const hook of hooks) {
+        const team = teams.get(hook.teamId);
+        if (!team) continue;
+        const id = randomUUID();
+        const sentAt = this.clock.now().toISOString();
+        const payload: RoundClosingPayload | FinalBoardPublishedPayload =
+          notice.kind === 'round.closing'
+            ? {
+                event: 'round.closing',
+                deliveryId: id,
+                sentAt,
+                team,
+                benchmark,
+                scheduleId: notice.scheduleId,
+                target: notice.target,
+                closesAt: notice.closesAt,
+                minutesLeft: notice.minutesLeft,
+              }
+            : {
+                event: 'final_board.published',
+                deliveryId: id,
+                sentAt,
+                team,
+                benchmark,
+                publishedAt: notice.publishedAt,
+                url: notice.url,
+              };
+        await this.repo.insertDelivery(manager, {
+          id,
+          webhookId: hook.id,
+          teamId: hook.teamId,
+          event: notice.kind,
+          runId: null,
+          body: JSON.stringify(payload),
+        });
+        await this.jobs.enqueue(manager, webhookQueue(this.config), { deliveryId: id });
+      }
+    });
+    this.jobs.wake(webhookQueue(this.config));
   }
 
   /** One attempt. Throws (so pg-boss retries with backoff) unless it succeeded or was the last. */
-  private async deliver(job: PgBoss.JobWithMetadata<WebhookJob>): Promise<void> {
+  private async deliver(job: Job<WebhookJob>): Promise<void> {
     const delivery = await this.repo.findDelivery(job.data.deliveryId);
     if (!delivery || delivery.status !== 'pending') return;
     const hook = await this.repo.findAny(delivery.webhookId);
@@ -159,8 +224,7 @@ export class WebhooksService implements OnApplicationBootstrap {
     let statusCode: number | null = null;
     let error: string | null = null;
     try {
-      const res = await fetch(hook.url, {
-        method: 'POST',
+      statusCode = await postWebhook(hook.url, {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'Dryft-Hookshot',
@@ -169,12 +233,10 @@ export class WebhooksService implements OnApplicationBootstrap {
           'x-hub-signature-256': signBody(hook.secret, delivery.body),
         },
         body: delivery.body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.config.OUTGOING_WEBHOOK_TIMEOUT_MS),
+        timeoutMs: this.config.OUTGOING_WEBHOOK_TIMEOUT_MS,
+        allowPrivate: this.config.OUTGOING_WEBHOOK_ALLOW_PRIVATE,
       });
-      statusCode = res.status;
-      await res.body?.cancel().catch(() => undefined);
-      if (res.status >= 200 && res.status < 300) {
+      if (statusCode >= 200 && statusCode < 300) {
         await this.repo.recordAttempt(delivery.id, {
           status: 'succeeded',
           statusCode,
@@ -183,8 +245,18 @@ export class WebhooksService implements OnApplicationBootstrap {
         });
         return;
       }
-      error = `the receiver answered ${res.status}`;
+      error = `the receiver answered ${statusCode}`;
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EPRIVATEADDRESS') {
+        // DNS answered an inside address at connect time: nothing was sent, and nothing will be.
+        await this.repo.recordAttempt(delivery.id, {
+          status: 'failed',
+          statusCode: null,
+          error: `not sent: ${(err as Error).message}`,
+          at: this.clock.now(),
+        });
+        return;
+      }
       error =
         (err as Error).name === 'TimeoutError'
           ? `no answer within ${this.config.OUTGOING_WEBHOOK_TIMEOUT_MS} ms`

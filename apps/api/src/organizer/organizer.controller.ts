@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { AdminGuard } from '../common/admin.guard';
 import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
-import { AdminRunsQueryDto, DisqualifyDto, ExportQueryDto } from './dto';
+import { AdminRunsQueryDto, DisqualifyDto, ExportQueryDto, RefundRunDto } from './dto';
 import { OrganizerService, toCsv } from './organizer.service';
 
 @Controller()
@@ -32,9 +32,25 @@ export class OrganizerController {
     return this.organizer.requalify(principal, id, body.reason);
   }
 
+  @Post('api/admin/runs/:id/refund')
+  @HttpCode(200)
+  refund(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('run')) id: string,
+    @Body() body: RefundRunDto,
+  ): Promise<RunView> {
+    return this.organizer.refund(principal, id, body.reason);
+  }
+
   @Get('api/admin/runs')
   runs(@Query() query: AdminRunsQueryDto): Promise<{ items: AdminRunView[]; nextCursor: string | null }> {
     return this.organizer.listRuns(query);
+  }
+
+  /** One run, organizers only: with its team and (official decode runs) the hidden prompts' nonce. */
+  @Get('api/admin/runs/:id')
+  run(@Param('id', new UuidParam('run')) id: string): Promise<AdminRunView> {
+    return this.organizer.getRun(id);
   }
 
   @Get('api/admin/benchmarks/:id/export')

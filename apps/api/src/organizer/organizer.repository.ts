@@ -22,6 +22,22 @@ export interface ResultRow {
   interval_high?: number | null;
 }
 
+/** A team's display names, for a page of runs. */
+interface TeamNameRow {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+interface SubmissionShaRow {
+  id: string;
+  sha256: string;
+}
+
+interface ColumnNameRow {
+  column_name: string;
+}
+
 /**
  * Where a score's 95 % interval may be stored on `runs`, depending on the hub's version: a jsonb
  * `score_interval` ({low, high, …}), or a pair of numeric columns. The first that exists is read;
@@ -66,7 +82,10 @@ export class OrganizerRepository {
     limit: number;
   }): Promise<RunEntity[]> {
     // Baseline re-measures are no team's runs: the benchmark's baselines view lists them.
-    const qb = this.dataSource.getRepository(RunEntity).createQueryBuilder('r').where("r.mode <> 'baseline'");
+    const qb = this.dataSource
+      .getRepository(RunEntity)
+      .createQueryBuilder('r')
+      .where("r.mode NOT IN ('baseline', 'calibration')");
     if (opts.benchmarkId) qb.andWhere('r.benchmark_id = :b', { b: opts.benchmarkId });
     if (opts.status) qb.andWhere('r.status = :s', { s: opts.status });
     if (opts.failureCode) qb.andWhere('r.failure_code = :f', { f: opts.failureCode });
@@ -83,11 +102,11 @@ export class OrganizerRepository {
   async runContext(
     runs: RunEntity[],
   ): Promise<{ teams: Map<string, { name: string; slug: string }>; sha: Map<string, string> }> {
-    const teams: { id: string; name: string; slug: string }[] = await this.dataSource.query(
+    const teams = await this.dataSource.query<TeamNameRow[]>(
       'SELECT id, name, slug FROM teams WHERE id = ANY($1)',
       [[...new Set(runs.map((r) => r.teamId))]],
     );
-    const subs: { id: string; sha256: string }[] = await this.dataSource.query(
+    const subs = await this.dataSource.query<SubmissionShaRow[]>(
       'SELECT id, sha256 FROM submissions WHERE id = ANY($1)',
       [[...new Set(runs.map((r) => r.submissionId))]],
     );
@@ -99,7 +118,7 @@ export class OrganizerRepository {
 
   /**
    * Every official scored result of a benchmark under a rules version (disqualified ones included and
-   * marked), with team, members, submitter and the submission's sha256; best first.
+   * marked; an organizer's re-runs left out: they are no team's result), with team, members, submitter and the submission's sha256; best first.
    */
   async officialResults(
     benchmarkId: string,
@@ -108,7 +127,7 @@ export class OrganizerRepository {
   ): Promise<ResultRow[]> {
     const interval = await this.intervalSource();
     const extra = interval ? `, ${interval}` : '';
-    return this.dataSource.query(
+    return this.dataSource.query<ResultRow[]>(
       `SELECT r.id AS run_id, r.team_id, t.name AS team_name, t.slug AS team_slug, r.created_by,
               u.login AS submitted_by, r.score, r.rules_version AS run_rules_version, r.tier, r.finished_at,
               r.submission_id, s.sha256, r.disqualified_reason,
@@ -119,7 +138,7 @@ export class OrganizerRepository {
          JOIN users u ON u.id = r.created_by
          JOIN submissions s ON s.id = r.submission_id
         WHERE r.benchmark_id = $1 AND r.rules_version = $2 AND r.mode = 'official' AND r.status = 'succeeded'
-          AND NOT r.invalidated AND r.score IS NOT NULL
+          AND NOT r.invalidated AND r.score IS NOT NULL AND r.rerun_of IS NULL
           AND (cardinality($3::text[]) = 0 OR r.tier = ANY($3::text[]))
         ORDER BY r.score DESC, r.finished_at ASC, r.id ASC`,
       [benchmarkId, rulesVersion, rankedTiers],
@@ -128,10 +147,10 @@ export class OrganizerRepository {
 
   private intervalSource(): Promise<string | null> {
     this.intervalSelect ??= this.dataSource
-      .query(
+      .query<ColumnNameRow[]>(
         `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs'`,
       )
-      .then((rows: { column_name: string }[]) => {
+      .then((rows) => {
         const names = new Set(rows.map((r) => r.column_name));
         return INTERVAL_SOURCES.find((src) => src.columns.every((c) => names.has(c)))?.select ?? null;
       });

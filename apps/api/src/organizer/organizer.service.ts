@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { stringify } from 'csv-stringify/sync';
 import type { AdminRunView, AdminRunsQuery, ExportRow, RunView } from '@dryft/libs';
 import { AuditService } from '../audit/audit.service';
 import { BenchmarksService, EffectiveBenchmark } from '../benchmarks/benchmarks.service';
@@ -10,7 +11,7 @@ import type { Principal } from '../common/principal';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
 import type { RunEntity } from '../runs/run.entity';
 import { RunQueue } from '../runs/run-queue';
-import { RunsService } from '../runs/runs.service';
+import { RunViews } from '../runs/run-views';
 import { TeamsService } from '../teams/teams.service';
 import { OrganizerRepository, ResultRow } from './organizer.repository';
 
@@ -23,7 +24,7 @@ export class OrganizerService {
   constructor(
     private readonly repo: OrganizerRepository,
     private readonly queue: RunQueue,
-    private readonly runs: RunsService,
+    private readonly runs: RunViews,
     private readonly benchmarks: BenchmarksService,
     private readonly boards: LeaderboardsService,
     private readonly teams: TeamsService,
@@ -52,6 +53,32 @@ export class OrganizerService {
     });
     if (!changed) throw conflict('already_disqualified', `Run ${runId} was disqualified meanwhile.`);
     return this.after(principal, changed, 'run.disqualify', reason);
+  }
+
+  /** Gives a run back to its team's (or user's) daily limit, with a reason; the team sees it refunded. */
+  async refund(principal: Principal, runId: string, reason: string): Promise<RunView> {
+    const run = await this.findRun(runId);
+    if (!run.teamId)
+      throw conflict('not_a_team_run', `Run ${runId} is a ${run.mode} run of no team; it counts against no daily limit.`);
+    if (run.rerunOf)
+      throw conflict(
+        'not_a_team_run',
+        `Run ${runId} is an organizer's re-run of ${run.rerunOf}; it counts against no daily limit, so there is nothing to refund.`,
+      );
+    if (run.quotaRefunded)
+      throw conflict('already_refunded', `Run ${runId} is refunded already; it does not count against the daily limit.`);
+    const changed = await this.queue.refund(runId);
+    if (!changed) throw conflict('already_refunded', `Run ${runId} was refunded meanwhile.`);
+    const view = await this.runs.view(changed);
+    await this.audit.record(principal, {
+      action: 'run.refund',
+      target: { kind: 'run', id: run.id },
+      benchmarkId: run.benchmarkId,
+      reason,
+      details: { teamId: run.teamId, bucket: run.quotaBucket, day: run.quotaDay, status: run.status },
+    });
+    this.bus.emit('run.status', { run: view });
+    return view;
   }
 
   /** Reverses a disqualification: the result counts again (if it still fits the current rules). */
@@ -87,6 +114,23 @@ export class OrganizerService {
     return run;
   }
 
+  /**
+   * One run as organizers see it (any run, re-measures and calibrations included): the run view
+   * plus its team, its submission's digest and (official decode runs) the hidden prompts' nonce.
+   */
+  async getRun(runId: string): Promise<AdminRunView> {
+    const run = await this.findRun(runId);
+    const ctx = await this.repo.runContext([run]);
+    const team = run.teamId ? ctx.teams.get(run.teamId) : undefined;
+    return {
+      ...(await this.runs.view(run)),
+      teamName: team?.name ?? (run.teamId ? 'unknown' : 'none'),
+      teamSlug: team?.slug ?? (run.teamId ? 'unknown' : 'none'),
+      submissionSha256: (run.submissionId && ctx.sha.get(run.submissionId)) || '',
+      promptNonce: run.promptNonce,
+    };
+  }
+
   async listRuns(q: AdminRunsQuery): Promise<{ items: AdminRunView[]; nextCursor: string | null }> {
     if (q.benchmark) await this.benchmarks.get(q.benchmark);
     let teamId: string | undefined;
@@ -107,18 +151,17 @@ export class OrganizerService {
       limit: q.limit + 1,
     });
     const page = rows.slice(0, q.limit);
-    const ctx = await this.repo.runContext(page);
-    const items = await Promise.all(
-      page.map(async (r) => {
-        const team = r.teamId ? ctx.teams.get(r.teamId) : undefined;
-        return {
-          ...(await this.runs.view(r)),
-          teamName: team?.name ?? 'unknown',
-          teamSlug: team?.slug ?? 'unknown',
-          submissionSha256: (r.submissionId && ctx.sha.get(r.submissionId)) || '',
-        };
-      }),
-    );
+    const [ctx, views] = await Promise.all([this.repo.runContext(page), this.runs.views(page)]);
+    const items = page.map((r, i) => {
+      const team = r.teamId ? ctx.teams.get(r.teamId) : undefined;
+      return {
+        ...views[i],
+        teamName: team?.name ?? 'unknown',
+        teamSlug: team?.slug ?? 'unknown',
+        submissionSha256: (r.submissionId && ctx.sha.get(r.submissionId)) || '',
+        promptNonce: r.promptNonce,
+      };
+    });
     const last = page[page.length - 1];
     return {
       items,
@@ -193,13 +236,25 @@ const CSV_COLUMNS: (keyof ExportRow)[] = [
   'disqualifiedReason',
 ];
 
-/** RFC 4180 CSV: a header, then one line per row; members joined with ";". */
+/**
+ * RFC 4180 CSV through csv-stringify: a header, then one line per row (CRLF); members joined with ";".
+ * Formula escaping: a text cell that starts with = + - @ tab or CR gets a leading `'`, so a team
+ * named `=HYPERLINK(…)` is shown as text by a spreadsheet, never run (numbers such as -1.5 stay numbers).
+ */
 export function toCsv(rows: ExportRow[]): string {
   const withInterval = rows.some((r) => 'intervalLow' in r);
   const cols = CSV_COLUMNS.filter((c) => withInterval || (c !== 'intervalLow' && c !== 'intervalHigh'));
-  const cell = (v: unknown): string => {
-    const s = v === null || v === undefined ? '' : Array.isArray(v) ? v.join(';') : String(v);
-    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return [cols.join(','), ...rows.map((r) => cols.map((c) => cell(r[c])).join(','))].join('\r\n') + '\r\n';
+  const records = rows.map((r) =>
+    Object.fromEntries(cols.map((c) => [c, Array.isArray(r[c]) ? r[c].join(';') : r[c]])),
+  );
+  return stringify(records, {
+    header: true,
+    columns: cols,
+    record_delimiter: 'windows',
+    // csv-stringify quotes a cell holding its own record delimiter (CRLF) but not a bare LF or CR,
+    // which RFC 4180 readers take as the end of the row: quote any line break.
+    quoted_match: /[\r\n]/,
+    escape_formulas: true,
+    cast: { boolean: (v) => String(v) },
+  });
 }

@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, Param, Post, Put, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Patch, Post, Put, Query, UseGuards } from '@nestjs/common';
 import type { BenchmarkClockView, ScheduledActionView } from '@dryft/libs';
 import { AdminGuard } from '../common/admin.guard';
 import { CurrentPrincipal, Principal, Public } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
-import { ScheduleDto, SetRoundDto } from './dto';
+import { MoveScheduleDto, ScheduleDto, SetRoundDto } from './dto';
 import { RoundClockService } from './round-clock.service';
 
 @Controller()
@@ -51,6 +51,16 @@ export class RoundClockController {
   @Get('api/admin/schedule')
   list(@Query('benchmark') benchmark?: string): Promise<ScheduledActionView[]> {
     return this.clocks.list(benchmark);
+  }
+
+  @UseGuards(AdminGuard)
+  @Patch('api/admin/schedule/:id')
+  move(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', new UuidParam('schedule')) id: string,
+    @Body() body: MoveScheduleDto,
+  ): Promise<ScheduledActionView> {
+    return this.clocks.move(principal, id, body);
   }
 
   @UseGuards(AdminGuard)

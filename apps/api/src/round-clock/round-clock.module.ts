@@ -1,12 +1,11 @@
 import { Module } from '@nestjs/common';
 import { BenchmarksModule } from '../benchmarks/benchmarks.module';
-import { SocketModule } from '../socket/socket.module';
 import { RoundClockController } from './round-clock.controller';
 import { RoundClockRepository } from './round-clock.repository';
 import { RoundClockService } from './round-clock.service';
 
 @Module({
-  imports: [BenchmarksModule, SocketModule],
+  imports: [BenchmarksModule],
   controllers: [RoundClockController],
   providers: [RoundClockService, RoundClockRepository],
 })

@@ -1,7 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, Repository } from 'typeorm';
 import { returned } from '../database/returned-rows';
-import { RoundClockEntity, ScheduledActionEntity } from './round-clock.entities';
+import { RoundClockEntity } from './round-clock.entity';
+import { ScheduledActionEntity } from './scheduled-action.entity';
+
+/** The id of the scheduled action a replica claimed. */
+interface ClaimedActionRow {
+  id: string;
+}
 
 @Injectable()
 export class RoundClockRepository {
@@ -67,15 +73,54 @@ export class RoundClockRepository {
 
   /** Claims the next due action (once across replicas); null when none is due. */
   async claimDue(now: Date): Promise<ScheduledActionEntity | null> {
-    const raw = await this.actions.query(
+    const raw = await this.actions.query<unknown>(
       `UPDATE scheduled_actions SET status = 'running'
         WHERE id = (SELECT id FROM scheduled_actions WHERE status = 'pending' AND run_at <= $1
                      ORDER BY run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
         RETURNING id`,
       [now],
     );
-    const rows = returned<{ id: string }>(raw);
+    const rows = returned<ClaimedActionRow>(raw);
     return rows.length ? this.findAction(rows[0].id) : null;
+  }
+
+  /** Moves a pending action; its closing notice (if sent) is due again for the new time. */
+  async move(id: string, runAt: Date): Promise<ScheduledActionEntity | null> {
+    const res = await this.actions
+      .createQueryBuilder()
+      .update()
+      .set({ runAt, noticeSentAt: null })
+      .where(`id = :id AND status = 'pending'`, { id })
+      .execute();
+    return res.affected ? this.findAction(id) : null;
+  }
+
+  /**
+   * Claims the next pending close whose notice is due (within `minutes` of now, the close itself
+   * still ahead), once across replicas and restarts; null when none is due.
+   */
+  async claimDueNotice(now: Date, minutes: number): Promise<ScheduledActionEntity | null> {
+    const raw = await this.actions.query<unknown>(
+      `UPDATE scheduled_actions SET notice_sent_at = $1
+        WHERE id = (SELECT id FROM scheduled_actions
+                     WHERE status = 'pending' AND action = 'close' AND notice_sent_at IS NULL
+                       AND run_at > $1 AND run_at <= $1::timestamptz + make_interval(mins => $2::int)
+                     ORDER BY run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
+        RETURNING id`,
+      [now, minutes],
+    );
+    const rows = returned<ClaimedActionRow>(raw);
+    return rows.length ? this.findAction(rows[0].id) : null;
+  }
+
+  /** When the next closing notice falls due (its close's time less `minutes`); null when none waits. */
+  async nextNoticeAt(minutes: number): Promise<Date | null> {
+    const rows = await this.actions.query<{ at: Date | null }[]>(
+      `SELECT min(run_at) - make_interval(mins => $1::int) AS at FROM scheduled_actions
+        WHERE status = 'pending' AND action = 'close' AND notice_sent_at IS NULL`,
+      [minutes],
+    );
+    return rows[0]?.at ?? null;
   }
 
   async finish(id: string, status: 'done' | 'failed', at: Date, outcome: string): Promise<void> {

@@ -1,13 +1,20 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import type { BenchmarkClockView, ScheduleBody, ScheduledActionView, SetRoundBody } from '@dryft/libs';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type {
+  BenchmarkClockView,
+  MoveScheduleBody,
+  RoundClosingNotice,
+  ScheduleBody,
+  ScheduledActionView,
+  SetRoundBody,
+} from '@dryft/libs';
 import { AuditService } from '../audit/audit.service';
 import { BenchmarksService, type SettingsPatch } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
 import { badRequest, conflict, notFound } from '../common/errors';
 import { EventBus } from '../common/event-bus';
 import type { Principal } from '../common/principal';
-import { SocketServer } from '../socket/socket-server';
-import type { ScheduledActionEntity } from './round-clock.entities';
+import { CONFIG, Config } from '../config/config';
+import type { ScheduledActionEntity } from './scheduled-action.entity';
 import { RoundClockRepository } from './round-clock.repository';
 
 /** Even with nothing scheduled here, look again this often (another replica may have scheduled). */
@@ -18,6 +25,11 @@ const RECHECK_MS = 30_000;
  * is claimed once across replicas (`FOR UPDATE SKIP LOCKED`) when its time comes, applied through
  * the same settings path as the organizer's own switch, and recorded in the audit log in the
  * scheduling organizer's name. Every change goes to every `/live` socket as `benchmark.clock`.
+ *
+ * ROUND_CLOSING_NOTICE_MINUTES before a scheduled close (at once when it was scheduled sooner), the
+ * close's notice is claimed the same way (its `notice_sent_at`) and said on the bus as
+ * `benchmark.notice` (`round.closing`): the live gateway tells every socket, team webhooks post it.
+ * Moving the close makes its notice due again; a canceled close is never announced.
  */
 @Injectable()
 export class RoundClockService implements OnApplicationBootstrap, OnModuleDestroy {
@@ -33,13 +45,13 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
     private readonly audit: AuditService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
-    private readonly sockets: SocketServer,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   onApplicationBootstrap(): void {
     this.unsubscribe.push(
       this.bus.on('benchmark.settings_changed', async ({ benchmarkId }) => {
-        await this.broadcast(benchmarkId);
+        await this.announce(benchmarkId);
       }),
     );
     void this.arm();
@@ -86,7 +98,7 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
         to: { name: round.name, startsAt: round.startsAt, endsAt: round.endsAt },
       },
     });
-    return this.broadcast(benchmarkId);
+    return this.announce(benchmarkId);
   }
 
   async clearRound(principal: Principal, benchmarkId: string, reason?: string): Promise<BenchmarkClockView> {
@@ -101,7 +113,7 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
       reason: reason?.trim() || null,
       details: { from: { name: before.name, startsAt: before.startsAt, endsAt: before.endsAt } },
     });
-    return this.broadcast(benchmarkId);
+    return this.announce(benchmarkId);
   }
 
   async schedule(
@@ -132,7 +144,7 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
       reason: action.reason,
       details: { action: body.action, target: body.target, at: at.toISOString() },
     });
-    await this.broadcast(benchmarkId);
+    await this.announce(benchmarkId);
     void this.arm();
     return actionView(action);
   }
@@ -158,8 +170,41 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
       reason: why,
       details: { action: canceled.action, target: canceled.target, at: canceled.runAt.toISOString() },
     });
-    await this.broadcast(canceled.benchmarkId);
+    await this.announce(canceled.benchmarkId);
     return actionView(canceled);
+  }
+
+  /** Moves a pending action to another time; a close's notice goes out again for the new time. */
+  async move(principal: Principal, id: string, body: MoveScheduleBody): Promise<ScheduledActionView> {
+    const existing = await this.repo.findAction(id);
+    if (!existing) throw notFound('schedule_not_found', `No scheduled action ${id}.`);
+    const at = new Date(body.at);
+    if (at.getTime() <= this.clock.now().getTime())
+      throw badRequest(
+        'schedule_in_past',
+        'at must be in the future; to open or close now, use PATCH /api/admin/benchmarks/:id.',
+      );
+    const moved = await this.repo.move(id, at);
+    if (!moved)
+      throw conflict(
+        'schedule_not_pending',
+        `This action is already ${existing.status}; only a pending one can be moved.`,
+      );
+    await this.audit.record(principal, {
+      action: 'schedule.move',
+      target: { kind: 'schedule', id },
+      benchmarkId: moved.benchmarkId,
+      reason: body.reason || null,
+      details: {
+        action: moved.action,
+        target: moved.target,
+        from: existing.runAt.toISOString(),
+        to: at.toISOString(),
+      },
+    });
+    await this.announce(moved.benchmarkId);
+    void this.arm();
+    return actionView(moved);
   }
 
   async list(benchmarkId: string | undefined): Promise<ScheduledActionView[]> {
@@ -172,6 +217,14 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
     if (this.ticking || this.stopped) return;
     this.ticking = true;
     try {
+      // Notices first: a close that is due now and was never announced is not announced after it.
+      const minutes = this.config.ROUND_CLOSING_NOTICE_MINUTES;
+      for (;;) {
+        if (minutes <= 0) break;
+        const close = await this.repo.claimDueNotice(this.clock.now(), minutes);
+        if (!close) break;
+        await this.notice(close);
+      }
       for (;;) {
         const due = await this.repo.claimDue(this.clock.now());
         if (!due) break;
@@ -211,17 +264,57 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
         ? `${changes.map(([w]) => w).join(' and ')} ${open ? 'opened' : 'closed'}`
         : `already ${open ? 'open' : 'closed'}; nothing changed`;
       await this.repo.finish(a.id, 'done', this.clock.now(), outcome);
-      if (!changes.length) await this.broadcast(a.benchmarkId);
+      if (!changes.length) await this.announce(a.benchmarkId);
+      // The round is over: the verified final board (reruns/) starts its re-runs from this.
+      else if (!open)
+        this.bus.emit('round.closed', {
+          benchmarkId: a.benchmarkId,
+          scheduleId: a.id,
+          by: actor.user,
+          reason: a.reason,
+        });
     } catch (err) {
       await this.repo.finish(a.id, 'failed', this.clock.now(), (err as Error).message);
       this.logger.error(`scheduled ${a.action} of ${a.benchmarkId} failed: ${(err as Error).message}`);
-      await this.broadcast(a.benchmarkId);
+      await this.announce(a.benchmarkId);
+    }
+  }
+
+  /**
+   * Tells every team a close is near. The claim (committed before this) makes it once per scheduled
+   * close: a replica that dies between the claim and the bus loses that one notice rather than
+   * sending it twice.
+   */
+  private async notice(close: ScheduledActionEntity): Promise<void> {
+    try {
+      const b = await this.benchmarks.get(close.benchmarkId);
+      const now = this.clock.now();
+      const notice: RoundClosingNotice = {
+        kind: 'round.closing',
+        benchmarkId: b.id,
+        benchmarkTitle: b.title,
+        scheduleId: close.id,
+        target: close.target as RoundClosingNotice['target'],
+        closesAt: close.runAt.toISOString(),
+        minutesLeft: Math.max(0, Math.ceil((close.runAt.getTime() - now.getTime()) / 60_000)),
+        sentAt: now.toISOString(),
+      };
+      this.bus.emit('benchmark.notice', { notice });
+      // The clock's pending close now carries noticeSentAt: pages opened later show the banner too.
+      await this.announce(b.id);
+    } catch (err) {
+      this.logger.error(`closing notice of ${close.benchmarkId}: ${(err as Error).message}`);
     }
   }
 
   private async arm(): Promise<void> {
     if (this.stopped) return;
-    const next = await this.repo.nextRunAt().catch(() => null);
+    const minutes = this.config.ROUND_CLOSING_NOTICE_MINUTES;
+    const [action, notice] = await Promise.all([
+      this.repo.nextRunAt().catch(() => null),
+      minutes > 0 ? this.repo.nextNoticeAt(minutes).catch(() => null) : null,
+    ]);
+    const next = action && notice ? (action < notice ? action : notice) : (action ?? notice);
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
     const delay = next ? Math.max(0, next.getTime() - this.clock.now().getTime()) : RECHECK_MS;
@@ -229,9 +322,10 @@ export class RoundClockService implements OnApplicationBootstrap, OnModuleDestro
     this.timer.unref();
   }
 
-  private async broadcast(benchmarkId: string): Promise<BenchmarkClockView> {
+  /** Says the benchmark's clock as it stands now; the live gateway broadcasts it to every spectator. */
+  private async announce(benchmarkId: string): Promise<BenchmarkClockView> {
     const clock = await this.view(benchmarkId);
-    this.sockets.live.emit('benchmark.clock', { clock });
+    this.bus.emit('benchmark.clock_changed', { clock });
     return clock;
   }
 }
@@ -248,5 +342,6 @@ function actionView(a: ScheduledActionEntity): ScheduledActionView {
     status: a.status as ScheduledActionView['status'],
     finishedAt: a.finishedAt?.toISOString() ?? null,
     outcome: a.outcome,
+    noticeSentAt: a.noticeSentAt?.toISOString() ?? null,
   };
 }

@@ -9,7 +9,7 @@ export class IdempotencyRepository {
 
   /** Claims the key in its own committed statement, so a concurrent request sees it as in flight. */
   async claim(teamId: string, key: string, requestHash: string): Promise<boolean> {
-    const rows = await this.dataSource.query(
+    const rows: { key: string }[] = await this.dataSource.query(
       `INSERT INTO idempotency_keys (team_id, key, request_hash, state) VALUES ($1, $2, $3, 'in_flight')
        ON CONFLICT (team_id, key) DO NOTHING RETURNING key`,
       [teamId, key, requestHash],
@@ -48,11 +48,11 @@ export class IdempotencyRepository {
     staleBefore: Date,
     expiredBefore: Date,
   ): Promise<boolean> {
-    const rows = await this.dataSource.query(
+    const rows: unknown = await this.dataSource.query(
       `UPDATE idempotency_keys SET request_hash = $3, state = 'in_flight', response_status = NULL, response_body = NULL, created_at = now()
         WHERE team_id = $1 AND key = $2 AND ((state = 'in_flight' AND created_at < $4) OR created_at < $5) RETURNING key`,
       [teamId, key, requestHash, staleBefore, expiredBefore],
     );
-    return returned(rows).length === 1;
+    return returned<{ key: string }>(rows).length === 1;
   }
 }

@@ -1,17 +1,24 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LATENCY_TRACE, traceMark, traceRename } from '../common/latency-trace';
-import type { Ack, BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished } from '@dryft/libs';
-import { REMEASURE_MIN_SAMPLES, TERMINAL_STATUSES, agentRefusal, baselineKey, isUuid } from '@dryft/libs';
+import type { Ack, BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished, RunView } from '@dryft/libs';
+import {
+  CALIBRATION_MIN_PAIRS,
+  REMEASURE_MIN_SAMPLES,
+  TERMINAL_STATUSES,
+  agentRefusal,
+  baselineKey,
+  isUuid,
+  poolCalibration,
+} from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
 import { RunEntity } from './run.entity';
+import { RunLog } from './run-log';
 import { RunQueue, RunVerdict } from './run-queue';
+import { RunViews } from './run-views';
 import { ACTIVE_STATUSES, RunsRepository } from './runs.repository';
-import { RunsService } from './runs.service';
-import { capBatch } from './log-cap';
-import { logChunk, newLines } from './log-chunk';
-import { RunHead, RunHeads } from './run-heads';
+import { forRun } from '../common/logging';
 
 type Emit = () => void;
 
@@ -28,18 +35,18 @@ export interface HeldRun {
  * What agents report about a run, stored exactly once. Batches are numbered per run: a batch at or
  * below the stored seq is a resend (acked, not stored again); one beyond the next is refused with the
  * stored seq so the agent resends from there. The run row is locked per batch, so one run's batches
- * and its verdict are applied in order even across API replicas.
+ * and its verdict are applied in order even across API replicas. Every end of a run goes through
+ * here (verdict, lost lease, revoke, cancel, deadline); its log is RunLog's, its views RunViews'.
  */
 @Injectable()
 export class RunLifecycleService {
   private readonly logger = new Logger('RunLifecycle');
-  /** Where each running run's log stands, as this process last stored it ({@link storeInHead}). */
-  readonly heads = new RunHeads();
 
   constructor(
     private readonly runs: RunsRepository,
     private readonly queue: RunQueue,
-    private readonly runsService: RunsService,
+    private readonly log: RunLog,
+    private readonly views: RunViews,
     private readonly clock: Clock,
     private readonly bus: EventBus,
     @Inject(CONFIG) private readonly config: Config,
@@ -49,8 +56,8 @@ export class RunLifecycleService {
     const run = await this.queue.markRunning(runId, this.clock.now());
     if (run && run.agentId === agentId) {
       // Its first batch can take the one-statement path too.
-      this.rememberHead(runId, run);
-      this.bus.emit('run.status', { run: await this.runsService.view(run) });
+      this.log.rememberHead(runId, run);
+      this.bus.emit('run.status', { run: await this.views.view(run) });
     }
   }
 
@@ -113,15 +120,27 @@ export class RunLifecycleService {
   }
 
   async storeBatch(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
+    const started = performance.now();
+    try {
+      return await this.storeBatchTimed(runId, agentId, batch);
+    } finally {
+      this.bus.emit('run.batch_handled', { runId, seconds: (performance.now() - started) / 1000 });
+    }
+  }
+
+  private async storeBatchTimed(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
     const after: Emit[] = [];
     let reinstated = false;
     const trace =
       LATENCY_TRACE && batch.entries[0]?.type === 'log' ? `batch:${runId}:${batch.entries[0].n}` : '';
     if (trace) traceMark(trace, 'serial');
-    const quick = await this.storeInHead(runId, agentId, batch);
+    // The common batch, in one round trip (RunLog.storeInHead); null: the locked path decides.
+    // Watchers get the lines after the commit, the agent its ack after them: as on the locked path.
+    const quick = await this.log.storeInHead(runId, agentId, batch);
     if (quick) {
       if (trace) traceMark(trace, 'committed');
-      return quick;
+      if (quick.lines.length) this.bus.emit('run.logs', { runId, lines: quick.lines });
+      return { ok: true, ackedSeq: quick.ackedSeq };
     }
     let storedRun: RunEntity | undefined;
     const ack = await this.runs.transaction(async (tx): Promise<BatchAck> => {
@@ -155,15 +174,9 @@ export class RunLifecycleService {
         }
       }
       // The log cap: the head is stored now, lines past it wait in the run's tail for its end.
-      const stored = capBatch(
-        run,
-        newLines(lines, run.lastLogSeq),
-        this.runsService.logLimits(run.benchmarkId),
-      );
-      await tx.insertLogs(run.id, stored, run.lastLogSeq);
+      const stored = await this.log.append(tx, run, lines);
       if (trace) traceMark(trace, 'inserted');
       run.lastBatchSeq = batch.seq;
-      if (stored.length) run.lastLogSeq = stored[stored.length - 1].seq;
       const starting = run.status === 'assigned';
       if (starting) {
         run.status = 'running';
@@ -175,76 +188,16 @@ export class RunLifecycleService {
       if (stored.length) after.unshift(() => this.bus.emit('run.logs', { runId, lines: stored }));
       if (starting)
         after.unshift(
-          () => void this.runsService.view(run).then((view) => this.bus.emit('run.status', { run: view })),
+          () => void this.views.view(run).then((view) => this.bus.emit('run.status', { run: view })),
         );
       return { ok: true, ackedSeq: run.lastBatchSeq };
     });
     if (trace) traceMark(trace, 'committed');
-    this.rememberHead(runId, storedRun);
+    this.log.rememberHead(runId, storedRun);
     if (reinstated) await this.announceStatus(runId);
     for (const emit of after) emit();
     if (trace) traceMark(trace, 'emitted');
     return ack;
-  }
-
-  /**
-   * The common batch, stored in one round trip: the log lines of a running run whose log is
-   * still within its head, the next seq after what this process stored last. The statement writes
-   * only if the run row still holds what this process stored ({@link RunQueue.recordHeadBatch});
-   * null when this batch is not such a batch or the row moved on, and the locked path decides.
-   * Watchers get the lines after the commit, the agent its ack after them: as on the locked path.
-   */
-  private async storeInHead(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck | null> {
-    const was = this.heads.get(runId);
-    if (!was || was.agentId !== agentId || batch.seq !== was.lastBatchSeq + 1) return null;
-    const lines: LogLine[] = [];
-    for (const entry of batch.entries) {
-      if (entry.type !== 'log') return null;
-      lines.push({ seq: entry.n, ts: entry.ts, stream: entry.stream, text: entry.text });
-    }
-    const counted = { logLines: was.logLines, logBytes: was.logBytes, logTail: null as RunEntity['logTail'] };
-    const stored = capBatch(
-      counted,
-      newLines(lines, was.lastLogSeq),
-      this.runsService.logLimits(was.benchmarkId),
-    );
-    // The head is full: the locked path opens the run's tail.
-    if (counted.logTail) return null;
-    const now: RunHead = {
-      ...was,
-      lastBatchSeq: batch.seq,
-      // In seq order (newLines), so the last one stored is the highest.
-      lastLogSeq: stored.length ? stored[stored.length - 1].seq : was.lastLogSeq,
-      logLines: counted.logLines,
-      logBytes: counted.logBytes,
-    };
-    if (!(await this.queue.recordHeadBatch(was, now, stored.length ? logChunk(stored) : null))) {
-      this.heads.forget(runId);
-      return null;
-    }
-    this.heads.remember(now);
-    if (stored.length) this.bus.emit('run.logs', { runId, lines: stored });
-    return { ok: true, ackedSeq: now.lastBatchSeq };
-  }
-
-  /**
-   * After the run started or the locked path answered a batch (`run`: what it stored, if it stored):
-   * the next batch may take {@link storeInHead} while the run runs within its log head.
-   */
-  private rememberHead(runId: string, run: RunEntity | undefined): void {
-    if (!run || run.status !== 'running' || run.logTail || !run.agentId) {
-      this.heads.forget(runId);
-      return;
-    }
-    this.heads.remember({
-      runId: run.id,
-      agentId: run.agentId,
-      benchmarkId: run.benchmarkId,
-      lastBatchSeq: run.lastBatchSeq,
-      lastLogSeq: run.lastLogSeq,
-      logLines: run.logLines,
-      logBytes: String(run.logBytes),
-    });
   }
 
   /** {@link reinstate} inside a batch's or verdict's transaction (the run row is locked). */
@@ -254,7 +207,7 @@ export class RunLifecycleService {
 
   private async announceStatus(runId: string): Promise<void> {
     const run = await this.runs.findById(runId);
-    if (run) this.bus.emit('run.status', { run: await this.runsService.view(run) });
+    if (run) this.bus.emit('run.status', { run: await this.views.view(run) });
   }
 
   private async applyEvent(
@@ -296,7 +249,7 @@ export class RunLifecycleService {
         // public runs are scored against (and an organizer's re-measure, from its verdict: see
         // `finish`). A public run's own baseline measurement is never cached.
         if (run.mode !== 'official' || event.paired !== true) {
-          this.logger.log(`run ${runId}: baseline figures not cached (${run.mode}, unpaired)`);
+          this.logger.log(`run ${runId}: baseline figures not cached (${run.mode}, unpaired)`, forRun(runId));
           return;
         }
         await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, {
@@ -313,9 +266,10 @@ export class RunLifecycleService {
 
   /** The verdict, applied once; a resend after a lost ack is answered ok without changing anything. */
   async finish(runId: string, agentId: string, finished: RunFinished): Promise<Ack> {
-    this.heads.forget(runId);
+    this.log.forgetHead(runId);
     let reinstated = false;
     let endLines: LogLine[] = [];
+    let calibrated = false;
     const outcome = await this.runs.transaction(async (tx): Promise<{ ack: Ack; run?: RunEntity }> => {
       let run = await tx.lock(runId);
       if (!run) return { ack: agentRefusal('run_not_found', 'No such run.') };
@@ -339,7 +293,7 @@ export class RunLifecycleService {
           ),
         };
       }
-      endLines = await this.runsService.storeEndOfLog(tx, run);
+      endLines = await this.log.storeEnd(tx, run);
       const verdict = verdictOf(run, finished, this.clock.now());
       await this.queue.within(tx).finish(run.id, verdict);
       // An organizer's baseline re-measure that succeeded replaces the cache of its one hardware key.
@@ -349,11 +303,35 @@ export class RunLifecycleService {
           hardware: run.hardware,
           workloads: measured.workloads,
         });
+      // A calibration run that succeeded (and passed calibrationProblem) adds its pairs to its key's K.
+      const cal = finished.result.calibration;
+      if (run.mode === 'calibration' && verdict.status === 'succeeded' && cal && run.hardware) {
+        await tx.addCalibrationRun(
+          {
+            runId: run.id,
+            benchmarkId: run.benchmarkId,
+            rulesVersion: run.rulesVersion,
+            hardware: run.hardware,
+            agentName: run.agentName,
+            workloads: calibrationWorkloads(run, cal),
+            pairs: cal.pairs,
+            seconds: cal.seconds,
+            halfWidthPct: cal.halfWidthPct,
+          },
+          (rows) => {
+            const pooled = poolCalibration(run.hardware!, rows);
+            return { k: pooled.k, detail: pooled.workloads };
+          },
+        );
+        calibrated = true;
+      }
       Object.assign(run, verdict, { leaseExpiresAt: null });
       return { ack: { ok: true }, run };
     });
     // A reinstated run is announced once: with its verdict, or as running again if that was refused.
     if (endLines.length) this.bus.emit('run.logs', { runId, lines: endLines });
+    if (calibrated && outcome.run)
+      this.bus.emit('benchmark.calibrated', { benchmarkId: outcome.run.benchmarkId });
     if (outcome.run) await this.announceFinal(outcome.run);
     else if (reinstated) await this.announceStatus(runId);
     return outcome.ack;
@@ -397,7 +375,10 @@ export class RunLifecycleService {
       now,
     });
     for (const id of ids)
-      this.logger.warn(`run ${id}: its agent ${agentId} still holds it after its lease lapsed; reinstated`);
+      this.logger.warn(
+        `run ${id}: its agent ${agentId} still holds it after its lease lapsed; reinstated`,
+        forRun(id, { agentId }),
+      );
     return ids;
   }
 
@@ -410,12 +391,43 @@ export class RunLifecycleService {
     const run = await this.runs.findById(runId);
     if (!run || !ACTIVE_STATUSES.includes(run.status)) return false;
     const limit = run.runTimeLimitSeconds;
-    const res = await this.runsService.cancelRun(
+    const res = await this.cancelRun(
       runId,
       `Canceled: the run exceeded the organizer's whole-run time limit of ${limit} s.`,
       `whole-run time limit (${limit} s) exceeded`,
     );
     return res.changed;
+  }
+
+  /**
+   * → canceled: a member's cancel, a ban, the whole-run limit. A run canceled before it started
+   * (queued or assigned) is refunded: it does not count against the daily limit.
+   */
+  async cancelRun(
+    runId: string,
+    message: string,
+    reason: string,
+  ): Promise<{ run: RunView; changed: boolean; message: string }> {
+    await this.flushLogTail(runId);
+    const changed = await this.queue.cancel(runId, { reason, message, at: this.clock.now() });
+    const current = changed ?? (await this.runs.findById(runId))!;
+    const view = await this.views.view(current);
+    if (changed) {
+      this.bus.emit('run.status', { run: view });
+      this.bus.emit('run.cancel_requested', { runId, agentId: current.agentId, reason });
+      this.bus.emit('run.finished', { runId, agentId: current.agentId, slot: current.slot, run: view });
+    }
+    return {
+      run: view,
+      changed: Boolean(changed),
+      message: changed ? 'Run canceled.' : `Run already ${current.status}; nothing to cancel.`,
+    };
+  }
+
+  /** Before a run ends without its agent's verdict (lost, revoked, canceled): the end of its log is stored and sent. */
+  private async flushLogTail(runId: string): Promise<void> {
+    const lines = await this.log.flushTail(runId);
+    if (lines.length) this.bus.emit('run.logs', { runId, lines });
   }
 
   private async failActive(
@@ -425,11 +437,14 @@ export class RunLifecycleService {
     leaseLost: boolean,
   ): Promise<boolean> {
     const at = this.clock.now();
-    await this.runsService.flushLogTail(runId);
+    await this.flushLogTail(runId);
     const run = await this.queue.failInfra(runId, { message, at, leaseLost });
     if (!run) return false;
     if (agentId && run.agentId !== agentId)
-      this.logger.warn(`run ${runId} failed for agent ${agentId} but belonged to ${run.agentId}`);
+      this.logger.warn(
+        `run ${runId} failed for agent ${agentId} but belonged to ${run.agentId}`,
+        forRun(runId, { agentId }),
+      );
     await this.announceFinal(run);
     return true;
   }
@@ -444,10 +459,10 @@ export class RunLifecycleService {
       }
       this.bus.emit('leaderboard.changed', { benchmarkId: run.benchmarkId });
     }
-    const view = await this.runsService.view(run);
+    const view = await this.views.view(run);
     this.bus.emit('run.status', { run: view });
-    this.bus.emit('run.result', { runId: run.id, result: await this.runsService.resultOf(run) });
-    this.bus.emit('run.finished', { runId: run.id, agentId: run.agentId, slot: run.slot });
+    this.bus.emit('run.result', { runId: run.id, result: await this.views.resultOf(run) });
+    this.bus.emit('run.finished', { runId: run.id, agentId: run.agentId, slot: run.slot, run: view });
   }
 }
 
@@ -465,7 +480,12 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
   let scoreInterval = run.scoreInterval;
   let failureCode = run.failureCode;
   let message: string | null = r.message;
-  const remeasureFault = run.mode === 'baseline' ? remeasureProblem(run, finished) : null;
+  const remeasureFault =
+    run.mode === 'baseline'
+      ? remeasureProblem(run, finished)
+      : run.mode === 'calibration'
+        ? calibrationProblem(run, finished)
+        : null;
   if (finished.canceled) {
     status = 'canceled';
   } else if (remeasureFault) {
@@ -475,7 +495,8 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
     message = remeasureFault;
   } else if (r.status === 'succeeded') {
     status = 'succeeded';
-    score = r.score;
+    // A re-measure or calibration has no score, whatever its harness said.
+    score = run.mode === 'baseline' || run.mode === 'calibration' ? null : r.score;
     scoreInterval = r.interval ?? null;
     failureCode = null;
   } else {
@@ -500,9 +521,49 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
     pairs: r.pairs ?? null,
     score,
     scoreInterval,
+    absoluteInterval: status === 'succeeded' ? (r.absoluteInterval ?? null) : null,
+    scoring: r.scoring ?? null,
+    // Only an official run's prompts are drawn with a nonce worth keeping for an audit.
+    promptNonce: run.mode === 'official' ? (r.promptNonce ?? null) : null,
     failureCode,
     quotaRefunded: refunded,
   };
+}
+
+/** The spec's workloads' ratios of a calibration result (calibrationProblem checked they are there). */
+function calibrationWorkloads(
+  run: RunEntity,
+  cal: NonNullable<RunFinished['result']['calibration']>,
+): Record<string, { ratios: number[] }> {
+  const names =
+    run.spec.kind === 'decode' ? run.spec.workloads.map((w) => w.name) : Object.keys(cal.workloads);
+  return Object.fromEntries(names.map((n) => [n, { ratios: cal.workloads[n].ratios }]));
+}
+
+/**
+ * Why a calibration run that says it succeeded cannot be pooled (null when it can): its pairs must
+ * be there, measured on the run's own hardware key, for every workload of its spec, at least
+ * CALIBRATION_MIN_PAIRS finite positive ratios each.
+ */
+function calibrationProblem(run: RunEntity, finished: RunFinished): string | null {
+  const r = finished.result;
+  if (r.status !== 'succeeded') return null;
+  const c = r.calibration;
+  if (!c) return 'The calibration run reported no pairs; nothing was pooled.';
+  if (baselineKey(c.hardware) !== run.hardware)
+    return `The calibration was measured on ${c.hardware}, not on ${run.hardware} as requested; nothing was pooled.`;
+  const names = run.spec.kind === 'decode' ? run.spec.workloads.map((w) => w.name) : [];
+  const missing = names.filter((n) => !c.workloads[n]);
+  if (missing.length) return `The calibration has no pairs for ${missing.join(', ')}; nothing was pooled.`;
+  const bad = names.filter((n) => c.workloads[n].ratios.some((x) => !Number.isFinite(x) || x <= 0));
+  if (bad.length)
+    return `The calibration's ratios for ${bad.join(', ')} are not all positive numbers; nothing was pooled.`;
+  const few = names.filter((n) => c.workloads[n].ratios.length < CALIBRATION_MIN_PAIRS);
+  if (few.length)
+    return `The calibration measured fewer than ${CALIBRATION_MIN_PAIRS} pairs for ${few
+      .map((n) => `${n} (${c.workloads[n].ratios.length})`)
+      .join(', ')}; nothing was pooled. Give it a larger budgetSeconds.`;
+  return null;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
- * A stored batch of a run's log lines (runs/log-chunk.ts): chunks of a run never overlap, so the
+ * A stored batch of a run's log lines (runs/run-log.ts): chunks of a run never overlap, so the
  * last seq both orders them and keeps a resent batch from being stored twice.
  */
 @Entity('run_log_chunks')

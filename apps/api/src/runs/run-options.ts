@@ -106,27 +106,37 @@ export function chooseRun(
 }
 
 type DecodeBenchmark = Extract<EffectiveBenchmark, { kind: 'decode' }>;
+type SpecOf = Extract<HarnessSpec, { kind: 'decode' }>;
 
 /**
- * The harness spec of a decode run. Official: the hidden workloads, paired. Public: the public
- * workloads. Baseline (an organizer's re-measure, `samples` timed samples of the baseline engine
- * alone): public and hidden workloads both, so the cache it writes has the public workloads public
- * runs are scored on as well as the hidden ones an official run's paired medians cover.
+ * The harness spec of a decode run. Official: the hidden workloads (flagged `hidden`: the harness
+ * mixes the run's secret nonce into their prompt seeds), paired. Public: the public workloads.
+ * Baseline (an organizer's re-measure, `samples` timed samples of the baseline engine alone) and
+ * calibration (baseline/reference pairs, `calibrate`): public and hidden workloads both, so the
+ * cache or K they write covers the public workloads public runs are scored on as well as the
+ * hidden ones of official runs. The cached baseline and K are filled in at dispatch, for the
+ * agent's hardware key (Dispatcher.specFor).
  */
 export function decodeSpec(
   b: DecodeBenchmark,
-  mode: 'public' | 'official' | 'baseline',
-  samples?: number,
-): Extract<HarnessSpec, { kind: 'decode' }> {
+  mode: 'public' | 'official' | 'baseline' | 'calibration',
+  opts: { samples?: number; calibrate?: SpecOf['calibrate'] } = {},
+): SpecOf {
   const official = mode === 'official';
+  const hidden = b.workloads.hidden.map((w) => {
+    // The registry fills every hidden seed at boot (withHiddenSeeds); a definition built around it is a bug.
+    if (w.seed === undefined) throw new Error(`${b.id}: hidden workload ${w.name} has no seed`);
+    return { ...w, seed: w.seed };
+  });
+  const everything = [
+    ...b.workloads.public,
+    ...hidden.filter((h) => !b.workloads.public.some((p) => p.name === h.name)),
+  ];
   const workloads =
-    mode === 'baseline'
-      ? [
-          ...b.workloads.public,
-          ...b.workloads.hidden.filter((h) => !b.workloads.public.some((p) => p.name === h.name)),
-        ]
+    mode === 'baseline' || mode === 'calibration'
+      ? everything
       : official
-        ? b.workloads.hidden
+        ? hidden.map((w) => ({ ...w, hidden: true }))
         : b.workloads.public;
   return {
     kind: 'decode',
@@ -135,10 +145,11 @@ export function decodeSpec(
     rulesVersion: b.rulesVersion,
     model: { family: b.model.family, path: b.model.path },
     baselineEngine: b.baselineEngine,
+    referenceEngine: b.referenceEngine ?? null,
     workloads,
     // Official runs: the least pairs. Public runs time the candidate once per workload, and
     // this is the baseline's sample count should no cached baseline exist (never cached then).
-    samplesPerWorkload: samples ?? b.samples.official,
+    samplesPerWorkload: opts.samples ?? b.samples.official,
     maxPairs: official ? b.samples.maxPairs : null,
     targetHalfWidthPct: official ? b.samples.targetHalfWidthPct : null,
     runSpreadPct: official ? b.samples.runSpreadPct : null,
@@ -146,6 +157,9 @@ export function decodeSpec(
     limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
     checks: b.checks,
     baseline: null,
+    calibration: null,
+    calibrate: mode === 'calibration' ? (opts.calibrate ?? { ...b.calibration }) : null,
+    promptNonce: null,
   };
 }
 
@@ -155,4 +169,16 @@ export function utcDay(now: Date): { day: string; resetsAt: Date } {
   const resetsAt = new Date(`${day}T00:00:00.000Z`);
   resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
   return { day, resetsAt };
+}
+
+/** A benchmark's daily-limit buckets with their limits from the definition (decode: the hub's public cap where it sets none). */
+export function quotaBuckets(
+  b: EffectiveBenchmark,
+  publicRunsPerDay: number,
+): { bucket: string; limit: number | null }[] {
+  if (b.kind === 'training') return b.tiers.map((t) => ({ bucket: t.id, limit: t.dailyLimit }));
+  return (['public', 'official'] as const).map((m) => ({
+    bucket: m,
+    limit: b.dailyLimits[m] ?? (m === 'public' ? publicRunsPerDay : null),
+  }));
 }

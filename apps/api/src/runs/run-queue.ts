@@ -1,13 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import type { FailureCode, RunKindMode, ScoreInterval, WorkloadSummary } from '@dryft/libs';
+import type { FailureCode, RunKindMode, ScoreInterval, ScoringBasis, WorkloadSummary } from '@dryft/libs';
 import { DataSource, In } from 'typeorm';
-import { preparedQuery } from '../database/prepared-query';
 import { returned } from '../database/returned-rows';
 import { TransactionalRepository } from '../common/transactional-repository';
-import type { RunHead } from './run-heads';
 import { RunEntity } from './run.entity';
-import { chunkParams, insertChunkFrom } from './runs.repository';
-import type { LogChunk } from './log-chunk';
 
 export interface ClaimRequest {
   agentId: string;
@@ -49,6 +45,11 @@ export interface RunVerdict {
   pairs: number | null;
   score: number | null;
   scoreInterval: ScoreInterval | null;
+  /** Official decode runs through a calibrated K: the absolute interval (K's folded in). */
+  absoluteInterval: ScoreInterval | null;
+  scoring: ScoringBasis | null;
+  /** Official decode runs: the hidden prompts' nonce (organizers only). */
+  promptNonce: string | null;
   failureCode: FailureCode | null;
   quotaRefunded: boolean;
 }
@@ -76,7 +77,8 @@ const activeRow = (r: ActiveRow): ActiveRunRow => ({
  * agent hands a never-started run back; failed → assigned | running when the agent whose lease
  * lapsed still holds the run). Each transition is one conditional UPDATE: only rows in the states it
  * starts from change, so two replicas (or a sweeper and an agent) never apply one outcome twice.
- * The rules of when to apply which live in RunLifecycleService; this class only writes them.
+ * The rules of when to apply which live in RunLifecycleService; this class only writes them. The
+ * log's own statements (chunks, the one-statement head batch, the tail) are RunLogRepository's.
  */
 @Injectable()
 export class RunQueue extends TransactionalRepository {
@@ -92,22 +94,26 @@ export class RunQueue extends TransactionalRepository {
    * row another transaction is claiming is skipped, never claimed twice. Fairness: the team with the
    * fewest runs in progress goes first, then the team served least recently (so a burst from one
    * team alternates with everyone else's runs instead of starving them on a one-slot agent), then
-   * the oldest run. A baseline re-measure (mode `baseline`) takes a slot only where an official run
-   * could (it never shares a GPU), only on an agent of its hardware key, and before team runs. The
+   * the oldest run. A baseline re-measure or calibration run (mode `baseline` / `calibration`) takes
+   * a slot only where an official run could (it never shares a GPU), only on an agent of its
+   * hardware key, and before team runs (a calibration's parts may go to different agents). An
+   * organizer's re-run (`rerun_of` set) goes after every queued team run: verifying never delays a
+   * team's own runs. The
    * deadline counts from assignment, with the limit in force.
    */
   async markAssigned(req: ClaimRequest): Promise<RunEntity | null> {
     if (req.benchmarkIds.length === 0 || (!req.allowOfficial && !req.allowPublic)) return null;
     const modes = [
       ...(req.allowPublic ? ['public'] : []),
-      ...(req.allowOfficial ? ['official', 'baseline'] : []),
+      ...(req.allowOfficial ? ['official', 'baseline', 'calibration'] : []),
     ];
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `WITH candidate AS (
          SELECT r.id FROM runs r
           WHERE r.status = 'queued' AND r.benchmark_id = ANY($1) AND r.mode = ANY($2)
             AND (r.hardware IS NULL OR r.hardware = $9)${req.only ? ' AND r.id = $10' : ''}
-          ORDER BY r.mode = 'baseline' DESC,
+          ORDER BY r.mode IN ('baseline', 'calibration') DESC,
+                   r.rerun_of IS NOT NULL,
                    (SELECT count(*) FROM runs a WHERE a.team_id = r.team_id AND a.status IN ('assigned', 'running')),
                    (SELECT max(s.assigned_at) FROM runs s WHERE s.team_id = r.team_id) ASC NULLS FIRST,
                    r.created_at, r.id
@@ -137,16 +143,40 @@ export class RunQueue extends TransactionalRepository {
     return this.manager.findOneBy(RunEntity, { id: rows[0].id });
   }
 
+  /**
+   * The runtime of the agent a run was just assigned to, and how it differs from the benchmark's
+   * pins; only while that agent holds it, unstarted.
+   */
+  async recordRuntime(
+    run: RunEntity,
+    runtime: Record<string, string> | null,
+    mismatch: string[] | null,
+  ): Promise<void> {
+    await this.manager.query(
+      `UPDATE runs SET runtime = $3::jsonb, runtime_mismatch = $4::jsonb
+        WHERE id = $1 AND agent_id = $2 AND status = 'assigned'`,
+      [
+        run.id,
+        run.agentId,
+        runtime === null ? null : JSON.stringify(runtime),
+        mismatch === null ? null : JSON.stringify(mismatch),
+      ],
+    );
+    run.runtime = runtime;
+    run.runtimeMismatch = mismatch;
+  }
+
   /** assigned → queued: an assigned, never-started run goes back (refused or handed back by its agent). */
   async requeue(runId: string, agentId: string): Promise<boolean> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET status = 'queued', agent_id = NULL, agent_name = NULL, slot = NULL, assigned_at = NULL,
-              lease_expires_at = NULL, deadline_at = NULL, download_token_hash = NULL
+              lease_expires_at = NULL, deadline_at = NULL, download_token_hash = NULL,
+              runtime = NULL, runtime_mismatch = NULL
         WHERE id = $1 AND agent_id = $2 AND status = 'assigned' AND last_batch_seq = 0 AND started_at IS NULL
        RETURNING id`,
       [runId, agentId],
     );
-    return returned(raw).length > 0;
+    return returned<{ id: string }>(raw).length > 0;
   }
 
   /** Benchmarks with a queued run (cheap check before a dispatch pass). */
@@ -179,7 +209,7 @@ export class RunQueue extends TransactionalRepository {
 
   /** Consumes a one-time download token: the first request for it wins, any later one finds nothing. */
   async consumeDownloadToken(hash: string, agentId: string): Promise<RunEntity | null> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET download_token_hash = NULL
         WHERE download_token_hash = $1 AND agent_id = $2 AND status IN ('assigned', 'running')
        RETURNING id`,
@@ -193,11 +223,11 @@ export class RunQueue extends TransactionalRepository {
 
   /** assigned → running (the agent said it started); null when the run was not assigned. */
   async markRunning(runId: string, at: Date): Promise<RunEntity | null> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET status = 'running', started_at = $2 WHERE id = $1 AND status = 'assigned' RETURNING id`,
       [runId, at],
     );
-    return returned(raw).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+    return returned<{ id: string }>(raw).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
   }
 
   /** The agent still holds these runs: their leases end no sooner than `until`. */
@@ -229,52 +259,6 @@ export class RunQueue extends TransactionalRepository {
     );
   }
 
-  /**
-   * A log-only batch of a running run still within its log head, in one statement (one round trip,
-   * its own transaction): the run row moves from `was` to `now` and the chunk of lines is inserted, only if
-   * the row still holds exactly `was` (its agent, running, no pending tail, the same seq and log
-   * counters; the update waits for a concurrent writer and checks its result). False: nothing was
-   * written, the caller takes the locked path.
-   */
-  async recordHeadBatch(was: RunHead, now: RunHead, chunk: LogChunk | null): Promise<boolean> {
-    const rows = await preparedQuery<{ claimed: number }>(
-      this.dataSource,
-      'dryft_record_head_batch',
-      `WITH claimed AS (
-         UPDATE runs SET last_batch_seq = $7, last_log_seq = $8, log_lines = $9, log_bytes = $10
-         WHERE id = $1 AND agent_id = $6 AND status = 'running' AND log_tail IS NULL
-           AND last_batch_seq = $11 AND last_log_seq = $12 AND log_lines = $13 AND log_bytes = $14
-         RETURNING id
-       ), stored AS (
-         ${insertChunkFrom(2)} WHERE $4::int > 0 AND EXISTS (SELECT 1 FROM claimed)
-         ON CONFLICT DO NOTHING
-       )
-       SELECT count(*)::int AS claimed FROM claimed`,
-      [
-        was.runId,
-        ...(chunk ? chunkParams(chunk) : [0, 0, 0, '[]']), // $2-$5: no lines, no chunk
-        was.agentId,
-        now.lastBatchSeq,
-        now.lastLogSeq,
-        now.logLines,
-        now.logBytes,
-        was.lastBatchSeq,
-        was.lastLogSeq,
-        was.logLines,
-        was.logBytes,
-      ],
-    );
-    return rows[0]?.claimed === 1;
-  }
-
-  /** The capped log's end was stored: its pending tail is cleared and the counters advance. */
-  async clearLogTail(run: RunEntity): Promise<void> {
-    await this.manager.query(
-      'UPDATE runs SET log_tail = NULL, log_lines = $2, log_bytes = $3, last_log_seq = $4 WHERE id = $1',
-      [run.id, run.logLines, run.logBytes, run.lastLogSeq],
-    );
-  }
-
   /** assigned | running → the verdict (inside the verdict's transaction, the run row locked). */
   async finish(runId: string, v: RunVerdict): Promise<void> {
     await this.manager.update(
@@ -291,6 +275,9 @@ export class RunQueue extends TransactionalRepository {
         pairs: v.pairs,
         score: v.score,
         scoreInterval: v.scoreInterval,
+        absoluteInterval: v.absoluteInterval,
+        scoring: v.scoring,
+        promptNonce: v.promptNonce,
         failureCode: v.failureCode,
         quotaRefunded: v.quotaRefunded,
       },
@@ -304,16 +291,16 @@ export class RunQueue extends TransactionalRepository {
   async cancel(runId: string, c: { reason: string; message: string; at: Date }): Promise<RunEntity | null> {
     const set = `status = 'canceled', cancel_reason = $2, message = $3, finished_at = $4, lease_expires_at = NULL`;
     const args = [runId, c.reason, c.message, c.at];
-    const before = await this.manager.query(
+    const before: unknown = await this.manager.query(
       `UPDATE runs SET ${set}, quota_refunded = true WHERE id = $1 AND status IN ('queued', 'assigned') RETURNING id`,
       args,
     );
-    if (returned(before).length) return this.manager.findOneBy(RunEntity, { id: runId });
-    const started = await this.manager.query(
+    if (returned<{ id: string }>(before).length) return this.manager.findOneBy(RunEntity, { id: runId });
+    const started: unknown = await this.manager.query(
       `UPDATE runs SET ${set} WHERE id = $1 AND status = 'running' RETURNING id`,
       args,
     );
-    return returned(started).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+    return returned<{ id: string }>(started).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
   }
 
   /**
@@ -325,13 +312,13 @@ export class RunQueue extends TransactionalRepository {
     runId: string,
     f: { message: string; at: Date; leaseLost: boolean },
   ): Promise<RunEntity | null> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET status = 'failed', failure_code = 'infra_error', message = $2, finished_at = $3,
               lease_expires_at = NULL, quota_refunded = true${f.leaseLost ? ', lease_lost_at = $3' : ''}
         WHERE id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
       [runId, f.message, f.at],
     );
-    return returned(raw).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+    return returned<{ id: string }>(raw).length ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
   }
 
   /**
@@ -344,7 +331,7 @@ export class RunQueue extends TransactionalRepository {
     r: { leaseUntil: Date; graceSeconds: number; now: Date },
   ): Promise<string[]> {
     if (runIds.length === 0) return [];
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET status = CASE WHEN started_at IS NULL THEN 'assigned' ELSE 'running' END,
               failure_code = NULL, message = NULL, finished_at = NULL, quota_refunded = false,
               lease_lost_at = NULL, lease_expires_at = $3
@@ -359,21 +346,21 @@ export class RunQueue extends TransactionalRepository {
   // --- the sweeper ------------------------------------------------------------------------------
 
   /** Runs whose agent stopped renewing the lease. */
-  async expiredLeases(now: Date): Promise<{ id: string; agentId: string }[]> {
-    const rows: { id: string; agent_id: string }[] = await this.manager.query(
-      `SELECT id, agent_id FROM runs WHERE status IN ('assigned', 'running') AND lease_expires_at < $1 AND agent_id IS NOT NULL LIMIT 500`,
+  async expiredLeases(now: Date): Promise<{ id: string; agentId: string; leaseExpiresAt: Date }[]> {
+    const rows: { id: string; agent_id: string; lease_expires_at: Date }[] = await this.manager.query(
+      `SELECT id, agent_id, lease_expires_at FROM runs WHERE status IN ('assigned', 'running') AND lease_expires_at < $1 AND agent_id IS NOT NULL LIMIT 500`,
       [now],
     );
-    return rows.map((r) => ({ id: r.id, agentId: r.agent_id }));
+    return rows.map((r) => ({ id: r.id, agentId: r.agent_id, leaseExpiresAt: new Date(r.lease_expires_at) }));
   }
 
   /** Every active lease ends no sooner than `until` (after this process or its clock paused). */
   async extendLeases(until: Date): Promise<number> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET lease_expires_at = $1 WHERE status IN ('assigned', 'running') AND agent_id IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at < $1) RETURNING id`,
       [until],
     );
-    return returned(raw).length;
+    return returned<{ id: string }>(raw).length;
   }
 
   /** Runs past their whole-run deadline (plus a grace for the agent's own verdict to land). */
@@ -387,12 +374,16 @@ export class RunQueue extends TransactionalRepository {
 
   // --- the organizer's changes ------------------------------------------------------------------
 
-  /** The organizer changed the whole-run limit: unfinished runs take it (deadlines from assignment). */
+  /**
+   * The organizer changed the whole-run limit: unfinished runs take it (deadlines from assignment);
+   * a calibration run keeps its own, sized for its GPU budget.
+   */
   async setLimitForUnfinished(benchmarkId: string, seconds: number): Promise<RunEntity[]> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET run_time_limit_seconds = $2::int,
               deadline_at = CASE WHEN assigned_at IS NULL THEN NULL ELSE assigned_at + make_interval(secs => $2::int) END
-        WHERE benchmark_id = $1 AND status IN ('queued', 'assigned', 'running') RETURNING id`,
+        WHERE benchmark_id = $1 AND status IN ('queued', 'assigned', 'running')
+          AND mode <> 'calibration' RETURNING id`,
       [benchmarkId, seconds],
     );
     const ids = returned<{ id: string }>(raw).map((r) => r.id);
@@ -416,6 +407,20 @@ export class RunQueue extends TransactionalRepository {
     return res.affected ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
   }
 
+  /**
+   * An organizer's refund: the run stops counting against its holder's daily limit (its result, if
+   * any, stays). Null when it was refunded already or is no team's run (a re-measure).
+   */
+  async refund(runId: string): Promise<RunEntity | null> {
+    const res = await this.manager
+      .createQueryBuilder()
+      .update(RunEntity)
+      .set({ quotaRefunded: true })
+      .where('id = :runId AND NOT quota_refunded AND team_id IS NOT NULL', { runId })
+      .execute();
+    return res.affected ? this.manager.findOneBy(RunEntity, { id: runId }) : null;
+  }
+
   /** Disqualified → counts again (if it still fits the rules in force). Null when it was not disqualified. */
   async requalify(runId: string): Promise<RunEntity | null> {
     const res = await this.manager
@@ -429,11 +434,11 @@ export class RunQueue extends TransactionalRepository {
 
   /** Official runs under older rules stop ranking; public runs never ranked, so they are left alone. */
   async invalidateBefore(benchmarkId: string, rulesVersion: number, reason: string): Promise<number> {
-    const raw = await this.manager.query(
+    const raw: unknown = await this.manager.query(
       `UPDATE runs SET invalidated = true, invalidated_reason = $3
         WHERE benchmark_id = $1 AND rules_version < $2 AND mode = 'official' AND NOT invalidated RETURNING id`,
       [benchmarkId, rulesVersion, reason],
     );
-    return returned(raw).length;
+    return returned<{ id: string }>(raw).length;
   }
 }

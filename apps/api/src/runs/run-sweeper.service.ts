@@ -4,6 +4,7 @@ import { CONFIG, Config } from '../config/config';
 import { AgentConnections } from '../agents/agent-connections';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunQueue } from './run-queue';
+import { forRun } from '../common/logging';
 
 /**
  * Enforces leases and whole-run deadlines from the server side, whether or not any agent reports:
@@ -111,25 +112,37 @@ export class RunSweeper implements OnApplicationBootstrap, OnModuleDestroy {
       const now = this.clock.now();
       const leaseMs = this.config.AGENT_LEASE_SECONDS * 1000;
       const judgeLeases = Date.now() - this.bootedAt >= leaseMs + RunSweeper.RECONNECT_GRACE_MS;
-      for (const { id, agentId } of judgeLeases ? await this.repo.expiredLeases(now) : []) {
-        if (this.connections.heardRecently(id, agentId, leaseMs)) {
-          // Its agent said it holds the run within the lease; that message is still being processed.
-          await this.lifecycle.renewLeases(agentId, [id], new Date(this.clock.now().getTime() + leaseMs));
+      for (const { id, agentId, leaseExpiresAt } of judgeLeases ? await this.repo.expiredLeases(now) : []) {
+        const heardAgo = this.connections.heardAgo(id, agentId);
+        if (heardAgo !== null && heardAgo <= leaseMs) {
+          // Its agent said it holds the run within the lease (a batch, or a heartbeat still being
+          // processed): the lease runs from that message, not from now, so an agent that died right
+          // after a batch still fails one lease after its last word (not nearly two).
+          await this.lifecycle.renewLeases(
+            agentId,
+            [id],
+            new Date(this.clock.now().getTime() + leaseMs - heardAgo),
+          );
           continue;
         }
+        // What was waited: since the agent's last message here, or (heard on another replica, or
+        // not since this process started) since the lease's last renewal.
+        const sinceRenewal = now.getTime() - (leaseExpiresAt?.getTime() ?? now.getTime()) + leaseMs;
+        const silentMs = Math.max(heardAgo ?? 0, sinceRenewal);
         const failed = await this.lifecycle.failForLostLease(
           id,
           agentId,
-          `no heartbeat for ${this.config.AGENT_LEASE_SECONDS} s`,
+          `nothing heard from the agent for ${(silentMs / 1000).toFixed(1)} s (the lease is ${this.config.AGENT_LEASE_SECONDS} s)`,
           { lapsed: true },
         );
-        if (failed) this.logger.warn(`run ${id} failed: agent ${agentId} missed its lease`);
+        if (failed)
+          this.logger.warn(`run ${id} failed: agent ${agentId} missed its lease`, forRun(id, { agentId }));
       }
       if (performance.now() < this.settleUntil) return;
       const cutoff = new Date(now.getTime() - this.config.DEADLINE_GRACE_SECONDS * 1000);
       for (const id of await this.repo.overdue(cutoff)) {
         if (await this.lifecycle.failForDeadline(id))
-          this.logger.warn(`run ${id} stopped at its whole-run deadline`);
+          this.logger.warn(`run ${id} stopped at its whole-run deadline`, forRun(id));
       }
     } catch (err) {
       this.logger.error(`sweep failed: ${(err as Error).stack ?? err}`);

@@ -6,6 +6,7 @@ import type {
   RunKindMode,
   RunStatus,
   ScoreInterval,
+  ScoringBasis,
   WorkloadSummary,
 } from '@dryft/libs';
 
@@ -19,19 +20,28 @@ export interface LogTail {
 
 /**
  * One evaluation of a submission, or (mode `baseline`) an organizer's re-measure of the trusted
- * baseline engine on one hardware key, which has no submission and no team. States: queued →
+ * baseline engine on one hardware key, or (mode `calibration`) one part of an organizer's
+ * calibration of K on one hardware key; those two have no submission and no team. States: queued →
  * assigned → running → succeeded | failed | canceled. The agent's batches are numbered;
  * `lastBatchSeq` is what the server has stored (dedup key).
  */
 @Entity('runs')
-@Check('CHK_runs_owner', "mode = 'baseline' OR (submission_id IS NOT NULL AND team_id IS NOT NULL)")
+@Check(
+  'CHK_runs_owner',
+  "mode IN ('baseline', 'calibration') OR (submission_id IS NOT NULL AND team_id IS NOT NULL)",
+)
 @Index('IDX_runs_one_remeasure', ['benchmarkId', 'hardware'], {
   unique: true,
   where: "mode = 'baseline' AND status IN ('queued', 'assigned', 'running')",
 })
+@Index('IDX_runs_one_calibration_part', ['benchmarkId', 'hardware', 'calibrationPart'], {
+  unique: true,
+  where: "mode = 'calibration' AND status IN ('queued', 'assigned', 'running')",
+})
 @Index('IDX_runs_status_created', ['status', 'createdAt'])
 @Index('IDX_runs_team_created', ['teamId', 'createdAt'])
 @Index('IDX_runs_benchmark_board', ['benchmarkId', 'mode', 'status'])
+@Index('IDX_runs_rerun_batch', ['rerunBatchId'])
 export class RunEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -59,6 +69,13 @@ export class RunEntity {
    */
   @Column({ type: 'text', nullable: true })
   hardware!: string | null;
+
+  /**
+   * Calibration runs: part n (1-based) of the organizer's request. One unfinished run per part,
+   * benchmark and key (a partial unique index), so a second request while parts wait is refused.
+   */
+  @Column({ name: 'calibration_part', type: 'integer', nullable: true })
+  calibrationPart!: number | null;
 
   @Column({ type: 'text', nullable: true })
   tier!: string | null;
@@ -92,6 +109,32 @@ export class RunEntity {
   /** Official decode runs: baseline/candidate pairs measured per workload. */
   @Column({ type: 'integer', nullable: true })
   pairs!: number | null;
+
+  /** Official decode runs measured through a calibrated K: the interval with K's folded in. */
+  @Column({ name: 'absolute_interval', type: 'jsonb', nullable: true })
+  absoluteInterval!: ScoreInterval | null;
+
+  /** Decode runs: what the score was measured against (the harness's words in `note`). */
+  @Column({ type: 'jsonb', nullable: true })
+  scoring!: ScoringBasis | null;
+
+  /**
+   * Official decode runs: the secret nonce the harness mixed into the hidden prompts. Organizers
+   * only (AdminRunView); never in a participant's run view, result or log.
+   */
+  @Column({ name: 'prompt_nonce', type: 'text', nullable: true })
+  promptNonce!: string | null;
+
+  /** The runtime versions of the agent the run was assigned to, as it reported them (GPU agents). */
+  @Column({ type: 'jsonb', nullable: true })
+  runtime!: Record<string, string> | null;
+
+  /**
+   * How that runtime differs from the benchmark's pins at assignment (libs runtimeMismatches), in
+   * words; empty: every pin held; null: nothing was checked (no pins, or not assigned yet).
+   */
+  @Column({ name: 'runtime_mismatch', type: 'jsonb', nullable: true })
+  runtimeMismatch!: string[] | null;
 
   @Column({ name: 'rules_version', type: 'integer' })
   rulesVersion!: number;
@@ -170,6 +213,19 @@ export class RunEntity {
   @Column({ name: 'last_log_seq', type: 'integer', default: 0 })
   lastLogSeq!: number;
 
+  /**
+   * Bumped by the database on every UPDATE of the row (trigger TRG_runs_revision), never written
+   * here: views carry it so a client keeps the newest snapshot whatever order they arrive in.
+   */
+  @Column({
+    type: 'bigint',
+    default: 0,
+    insert: false,
+    update: false,
+    transformer: { to: (v: number) => v, from: (v: string | number) => Number(v) },
+  })
+  revision!: number;
+
   @Column({ type: 'jsonb', nullable: true })
   workloads!: WorkloadSummary[] | null;
 
@@ -193,6 +249,18 @@ export class RunEntity {
 
   @Column({ name: 'quota_refunded', type: 'boolean', default: false })
   quotaRefunded!: boolean;
+
+  /**
+   * An organizer's re-run: the run it repeats (same submission and mode). Re-runs count in their
+   * own quota bucket (`rerun`), which no daily limit reads, go after team runs in dispatch and
+   * never rank on the live board.
+   */
+  @Column({ name: 'rerun_of', type: 'uuid', nullable: true })
+  rerunOf!: string | null;
+
+  /** The organizer's request it belongs to (rerun_batches). */
+  @Column({ name: 'rerun_batch_id', type: 'uuid', nullable: true })
+  rerunBatchId!: string | null;
 
   @Column({ name: 'download_token_hash', type: 'text', nullable: true })
   downloadTokenHash!: string | null;

@@ -13,10 +13,10 @@ import {
 } from '@nestjs/common';
 import type { Response } from 'express';
 import type { BaselinesView, LogsPage, QuotaView, RankView, RunResultView, RunView } from '@dryft/libs';
-import { AuditService } from '../audit/audit.service';
 import { AdminGuard } from '../common/admin.guard';
 import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
+import { RateLimit } from '../rate-limits/rate-limit.guard';
 import { LeaderboardsService } from '../leaderboards/leaderboards.service';
 import { BaselineRemeasureService } from './baseline-remeasure.service';
 import {
@@ -34,12 +34,12 @@ export class RunsController {
   constructor(
     private readonly runs: RunsService,
     private readonly leaderboards: LeaderboardsService,
-    private readonly audit: AuditService,
     private readonly remeasures: BaselineRemeasureService,
   ) {}
 
   /** Starts a run; send an Idempotency-Key and reuse it when retrying an uncertain request. */
   @Post('api/submissions/:id/runs')
+  @RateLimit('runs')
   async create(
     @CurrentPrincipal() principal: Principal,
     @Param('id', new UuidParam('submission')) id: string,
@@ -113,24 +113,20 @@ export class RunsController {
     return this.runs.quota(principal, query.benchmark);
   }
 
-  /** Organizers: forget cached baselines so the next run measures the baseline again. */
+  /**
+   * Organizers: forget cached baselines (the next run measures the baseline again) and pooled K's
+   * with their calibration history (official runs fall back to the baseline pairing), one hardware
+   * key or all.
+   */
   @UseGuards(AdminGuard)
   @Delete('api/admin/benchmarks/:id/baselines')
-  async remeasure(
+  forget(
     @CurrentPrincipal() principal: Principal,
     @Param('id') id: string,
     @Query('hardware') hardware?: string,
     @Query('reason') reason?: string,
-  ) {
-    const deleted = await this.runs.forgetBaselines(id, hardware);
-    await this.audit.record(principal, {
-      action: 'baseline.remeasure',
-      target: { kind: 'benchmark', id },
-      benchmarkId: id,
-      reason: reason?.trim() || null,
-      details: { hardware: hardware ?? null, deleted },
-    });
-    return { deleted };
+  ): Promise<{ deleted: number; calibrations: number }> {
+    return this.remeasures.forget(principal, id, hardware, reason);
   }
 
   /** Organizers: the cached baselines of a benchmark and its latest baseline re-measures. */
@@ -140,14 +136,18 @@ export class RunsController {
     return this.remeasures.list(id);
   }
 
-  /** Organizers: queue a re-measure of the baseline engine alone on one hardware key (replaces its cache). */
+  /**
+   * Organizers: queue a re-measure of the baseline engine alone on one hardware key (replaces its
+   * cache), or (mode `calibration`) the runs of a calibration of K on that key (`run`: the first).
+   */
   @UseGuards(AdminGuard)
   @Post('api/admin/benchmarks/:id/baselines/remeasure')
   async queueRemeasure(
     @CurrentPrincipal() principal: Principal,
     @Param('id') id: string,
     @Body() body: BaselineRemeasureDto,
-  ): Promise<{ run: RunView }> {
-    return { run: await this.remeasures.queue(principal, id, body) };
+  ): Promise<{ run: RunView; runs: RunView[] }> {
+    const runs = await this.remeasures.queue(principal, id, body);
+    return { run: runs[0], runs };
   }
 }

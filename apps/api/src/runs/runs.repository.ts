@@ -5,29 +5,20 @@ import type {
   HarnessCheckEvent,
   HarnessMetricEvent,
   HarnessSampleEvent,
-  LogLine,
   RunStatus,
 } from '@dryft/libs';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
 import { TransactionalRepository } from '../common/transactional-repository';
 import { BaselineEntity } from './baseline.entity';
-import { chunkLines, logChunk, newLines, type LogChunk } from './log-chunk';
+import { CalibrationRunEntity } from './calibration-run.entity';
+import { CalibrationEntity } from './calibration.entity';
 import { RunCheckEntity } from './run-check.entity';
 import { RunMetricEntity } from './run-metric.entity';
 import { RunSampleEntity } from './run-sample.entity';
 import { RunEntity } from './run.entity';
 
-/**
- * The insert of one chunk of a run's log from parameter `$first` on (first seq, last seq, line
- * count, the lines: {@link chunkParams}); `$1` is the run id. A chunk already stored (the same
- * run and last seq: a resend) is not stored again.
- */
-export const insertChunkFrom = (first: number): string =>
-  `INSERT INTO run_log_chunks (run_id, first_seq, last_seq, line_count, lines)
-   SELECT $1::uuid, $${first}::int, $${first + 1}::int, $${first + 2}::int, $${first + 3}::text`;
-
-/** The four values {@link insertChunkFrom} reads. */
-export const chunkParams = (c: LogChunk): unknown[] => [c.firstSeq, c.lastSeq, c.lineCount, c.lines];
+/** The row of a `SELECT count(*)::int AS n` (the cast keeps it a number, not bigint's string). */
+type CountRow = { n: number };
 
 export const ACTIVE_STATUSES: RunStatus[] = ['assigned', 'running'];
 
@@ -42,9 +33,19 @@ export interface AgentRow {
   lastHeartbeatAt: Date | null;
 }
 
+/** The runs whose durations estimate a queued run's wait: same benchmark, tier and mode. */
+export interface DurationKey {
+  benchmarkId: string;
+  tier: string | null;
+  mode: string;
+}
+
+export const durationKey = (k: DurationKey): string => JSON.stringify([k.benchmarkId, k.tier, k.mode]);
+
 /**
- * Reads of runs and what they produced (logs, samples, checks, metrics, baselines), and the insert
- * of a new run. Every change of a run's state goes through {@link RunQueue} (run-queue.ts).
+ * Reads of runs and what they produced (samples, checks, metrics, baselines), and the insert of a
+ * new run. Every change of a run's state goes through {@link RunQueue} (run-queue.ts); its log is
+ * RunLog's (run-log.ts, run-log.repository.ts).
  */
 @Injectable()
 export class RunsRepository extends TransactionalRepository {
@@ -80,8 +81,22 @@ export class RunsRepository extends TransactionalRepository {
     ]);
   }
 
+  /** Serializes queued-run decisions for one team (two requests cannot both take the last place). */
+  async lockTeamQueue(teamId: string): Promise<void> {
+    await this.manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`queued-runs:${teamId}`]);
+  }
+
+  /** Runs of a team waiting in the queue (not yet assigned to an agent); an organizer's re-runs are not the team's. */
+  async countQueued(teamId: string): Promise<number> {
+    const [{ n }]: CountRow[] = await this.manager.query(
+      `SELECT count(*)::int AS n FROM runs WHERE team_id = $1 AND status = 'queued' AND rerun_of IS NULL`,
+      [teamId],
+    );
+    return n;
+  }
+
   async countQuota(benchmarkId: string, holder: string, bucket: string, day: string): Promise<number> {
-    const [{ n }] = await this.manager.query(
+    const [{ n }]: CountRow[] = await this.manager.query(
       `SELECT count(*)::int AS n FROM runs WHERE benchmark_id = $1 AND quota_holder = $2 AND quota_bucket = $3 AND quota_day = $4 AND NOT quota_refunded`,
       [benchmarkId, holder, bucket, day],
     );
@@ -89,7 +104,7 @@ export class RunsRepository extends TransactionalRepository {
   }
 
   async countRefunded(benchmarkId: string, holder: string, bucket: string, day: string): Promise<number> {
-    const [{ n }] = await this.manager.query(
+    const [{ n }]: CountRow[] = await this.manager.query(
       `SELECT count(*)::int AS n FROM runs WHERE benchmark_id = $1 AND quota_holder = $2 AND quota_bucket = $3 AND quota_day = $4 AND quota_refunded`,
       [benchmarkId, holder, bucket, day],
     );
@@ -131,16 +146,29 @@ export class RunsRepository extends TransactionalRepository {
     return rows.map((r) => ({ agentId: r.agent_id, slot: r.slot, since: r.since }));
   }
 
-  /** Seconds from assignment to the end of the last runs of this benchmark, tier and mode. */
-  async recentDurations(benchmarkId: string, tier: string | null, mode: string): Promise<number[]> {
-    const rows: { s: number }[] = await this.manager.query(
-      `SELECT extract(epoch FROM finished_at - assigned_at)::float8 AS s FROM runs
-        WHERE benchmark_id = $1 AND tier IS NOT DISTINCT FROM $2 AND mode = $3
-          AND status IN ('succeeded', 'failed') AND assigned_at IS NOT NULL AND finished_at IS NOT NULL
-        ORDER BY finished_at DESC LIMIT 20`,
-      [benchmarkId, tier, mode],
-    );
-    return rows.map((r) => r.s).filter((s) => Number.isFinite(s) && s >= 0);
+  /**
+   * Seconds from assignment to the end of the last 20 runs of each benchmark, tier and mode asked
+   * for, in one query (a page of queued runs asks for several).
+   */
+  async recentDurations(keys: DurationKey[]): Promise<Map<string, number[]>> {
+    const out = new Map<string, number[]>(keys.map((k) => [durationKey(k), []]));
+    if (keys.length === 0) return out;
+    const rows: { benchmark_id: string; tier: string | null; mode: string; s: number }[] =
+      await this.manager.query(
+        `SELECT k.benchmark_id, k.tier, k.mode, d.s
+           FROM unnest($1::text[], $2::text[], $3::text[]) AS k(benchmark_id, tier, mode)
+           CROSS JOIN LATERAL (
+             SELECT extract(epoch FROM r.finished_at - r.assigned_at)::float8 AS s FROM runs r
+              WHERE r.benchmark_id = k.benchmark_id AND r.tier IS NOT DISTINCT FROM k.tier AND r.mode = k.mode
+                AND r.status IN ('succeeded', 'failed') AND r.assigned_at IS NOT NULL AND r.finished_at IS NOT NULL
+              ORDER BY r.finished_at DESC LIMIT 20
+           ) d`,
+        [keys.map((k) => k.benchmarkId), keys.map((k) => k.tier), keys.map((k) => k.mode)],
+      );
+    for (const r of rows)
+      if (Number.isFinite(r.s) && r.s >= 0)
+        out.get(durationKey({ benchmarkId: r.benchmark_id, tier: r.tier, mode: r.mode }))?.push(r.s);
+    return out;
   }
 
   async queuedPerBenchmark(): Promise<{ benchmarkId: string; count: number; oldest: Date }[]> {
@@ -150,14 +178,71 @@ export class RunsRepository extends TransactionalRepository {
     return rows.map((r) => ({ benchmarkId: r.benchmark_id, count: r.n, oldest: r.oldest }));
   }
 
-  /** 1-based place in the queue of the run's benchmark (null unless queued). */
+  /**
+   * 1-based place in the queue of the run's benchmark (null unless queued). Dispatch takes team runs
+   * before an organizer's re-runs: a team run is placed among team runs only, a re-run after every
+   * queued team run.
+   */
   async queuePosition(run: RunEntity): Promise<number | null> {
     if (run.status !== 'queued') return null;
-    const [{ n }] = await this.manager.query(
-      `SELECT count(*)::int AS n FROM runs WHERE status = 'queued' AND benchmark_id = $1 AND (created_at, id) < ($2, $3)`,
-      [run.benchmarkId, run.createdAt, run.id],
+    const [{ n }]: CountRow[] = await this.manager.query(
+      `SELECT count(*)::int AS n FROM runs WHERE status = 'queued' AND benchmark_id = $1
+          AND ((created_at, id) < ($2, $3) AND (rerun_of IS NULL OR $4::boolean)
+               OR (rerun_of IS NULL AND $4::boolean AND (created_at, id) > ($2, $3)))`,
+      [run.benchmarkId, run.createdAt, run.id, run.rerunOf !== null && run.rerunOf !== undefined],
     );
     return n + 1;
+  }
+
+  /**
+   * {@link queuePosition} of each queued run given (by id; the others have none), in one query.
+   * Each run is placed by what the caller holds of it (its benchmark and creation), as one by one.
+   */
+  async queuePositions(runs: RunEntity[]): Promise<Map<string, number>> {
+    const queued = runs.filter((r) => r.status === 'queued');
+    if (queued.length === 0) return new Map();
+    const rows: { id: string; n: number }[] = await this.manager.query(
+      `SELECT v.id::text AS id,
+              (SELECT count(*)::int FROM runs r
+                WHERE r.status = 'queued' AND r.benchmark_id = v.benchmark_id
+                  AND ((r.created_at, r.id) < (v.created_at, v.id) AND (r.rerun_of IS NULL OR v.rerun)
+                       OR (r.rerun_of IS NULL AND v.rerun AND (r.created_at, r.id) > (v.created_at, v.id)))) AS n
+         FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::boolean[]) AS v(id, benchmark_id, created_at, rerun)`,
+      [
+        queued.map((r) => r.id),
+        queued.map((r) => r.benchmarkId),
+        queued.map((r) => r.createdAt.toISOString()),
+        queued.map((r) => r.rerunOf !== null && r.rerunOf !== undefined),
+      ],
+    );
+    return new Map(rows.map((r) => [r.id, r.n + 1]));
+  }
+
+  /**
+   * What a run's view names besides the run: its submission's name parts and its creator's login,
+   * for every id given, in one query (ids not found are left out).
+   */
+  async viewNames(
+    submissionIds: string[],
+    userIds: string[],
+  ): Promise<{
+    submissions: Map<string, { sourceName: string; number: number }>;
+    logins: Map<string, string>;
+  }> {
+    const submissions = new Map<string, { sourceName: string; number: number }>();
+    const logins = new Map<string, string>();
+    if (submissionIds.length === 0 && userIds.length === 0) return { submissions, logins };
+    const rows: { kind: 'submission' | 'user'; id: string; name: string; number: number | null }[] =
+      await this.manager.query(
+        `SELECT 'submission' AS kind, id::text AS id, source_name AS name, number FROM submissions WHERE id = ANY($1::uuid[])
+         UNION ALL
+         SELECT 'user' AS kind, id::text AS id, login AS name, NULL::int AS number FROM users WHERE id = ANY($2::uuid[])`,
+        [submissionIds, userIds],
+      );
+    for (const r of rows)
+      if (r.kind === 'submission') submissions.set(r.id, { sourceName: r.name, number: r.number! });
+      else logins.set(r.id, r.name);
+    return { submissions, logins };
   }
 
   async listForTeam(
@@ -188,7 +273,7 @@ export class RunsRepository extends TransactionalRepository {
     const qb = this.manager
       .createQueryBuilder(RunEntity, 'r')
       .where(`r.status IN ('queued', 'assigned')`)
-      .andWhere(`r.mode <> 'baseline'`)
+      .andWhere(`r.mode NOT IN ('baseline', 'calibration')`)
       .andWhere(opts.userId ? 'r.created_by = :who' : 'r.team_id = :who', {
         who: opts.userId ?? opts.teamId,
       });
@@ -198,50 +283,6 @@ export class RunsRepository extends TransactionalRepository {
 
   async activeRuns(): Promise<RunEntity[]> {
     return this.manager.find(RunEntity, { where: ACTIVE_STATUSES.map((status) => ({ status })) });
-  }
-
-  /**
-   * One batch's lines as one chunk (runs/log-chunk.ts): only those past `lastSeq`, the highest seq
-   * stored for the run, which the caller holds locked; so each line is stored once and the chunks
-   * stay in order.
-   */
-  async insertLogs(runId: string, lines: LogLine[], lastSeq: number): Promise<void> {
-    const fresh = newLines(lines, lastSeq);
-    if (fresh.length === 0) return;
-    await this.manager.query(`${insertChunkFrom(2)} ON CONFLICT DO NOTHING`, [
-      runId,
-      ...chunkParams(logChunk(fresh)),
-    ]);
-  }
-
-  /**
-   * Up to `limit` lines past seq `after`, in order: one query over the chunks that hold them. A
-   * chunk is read only while the chunks before it surely hold fewer than `limit` lines past `after`.
-   * The first may start at or before `after`: it surely holds its lines but those that could have a
-   * seq from its first to `after` (seqs increase; at least one, since it ends past `after`).
-   */
-  async getLogs(runId: string, after: number, limit: number): Promise<LogLine[]> {
-    const rows: { lines: string }[] = await this.manager.query(
-      `SELECT lines FROM (
-         SELECT last_seq, lines, sum(past) OVER w - past AS before
-         FROM (
-           SELECT last_seq, lines, greatest(1, line_count - greatest(0, $2 - first_seq + 1)) AS past
-           FROM run_log_chunks WHERE run_id = $1 AND last_seq > $2
-           ORDER BY last_seq LIMIT $3
-         ) c
-         WINDOW w AS (ORDER BY last_seq)
-       ) c WHERE before < $3 ORDER BY last_seq`,
-      [runId, after, limit],
-    );
-    const out: LogLine[] = [];
-    for (const row of rows) {
-      for (const line of chunkLines(row.lines)) {
-        if (line.seq <= after) continue;
-        if (out.length === limit) return out;
-        out.push(line);
-      }
-    }
-    return out;
   }
 
   async upsertSample(runId: string, s: HarnessSampleEvent): Promise<void> {
@@ -311,6 +352,87 @@ export class RunsRepository extends TransactionalRepository {
     return this.manager.find(BaselineEntity, { where: { benchmarkId }, order: { measuredAt: 'DESC' } });
   }
 
+  /**
+   * Stores one calibration run's ratios and re-pools its key's K from every stored run (the
+   * caller's transaction; an advisory lock per key serializes two parts ending at once, so each
+   * pool sees the other's run). Returns the new pooled K.
+   */
+  async addCalibrationRun(
+    row: Omit<CalibrationRunEntity, 'createdAt'>,
+    pool: (runs: CalibrationRunEntity[]) => Pick<CalibrationEntity, 'k' | 'detail'>,
+  ): Promise<CalibrationEntity> {
+    await this.manager.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+      `calibration:${row.benchmarkId}:${row.rulesVersion}:${row.hardware}`,
+    ]);
+    await this.manager.insert(CalibrationRunEntity, row);
+    const runs = await this.calibrationRuns(row.benchmarkId, row.hardware, row.rulesVersion);
+    const pooled = pool(runs);
+    const entity = this.manager.create(CalibrationEntity, {
+      benchmarkId: row.benchmarkId,
+      hardware: row.hardware,
+      rulesVersion: row.rulesVersion,
+      k: pooled.k,
+      detail: pooled.detail,
+      seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    });
+    return this.manager.save(entity);
+  }
+
+  /** The stored calibration runs of one key and rules version, oldest first. */
+  calibrationRuns(
+    benchmarkId: string,
+    hardware: string,
+    rulesVersion: number,
+  ): Promise<CalibrationRunEntity[]> {
+    return this.manager.find(CalibrationRunEntity, {
+      where: { benchmarkId, hardware, rulesVersion },
+      order: { createdAt: 'ASC', runId: 'ASC' },
+    });
+  }
+
+  /** The pooled K of a benchmark on a hardware key under a rules version, if calibrated. */
+  findCalibration(
+    benchmarkId: string,
+    hardware: string,
+    rulesVersion: number,
+  ): Promise<CalibrationEntity | null> {
+    return this.manager.findOneBy(CalibrationEntity, { benchmarkId, hardware, rulesVersion });
+  }
+
+  /** Every pooled K of a benchmark (all keys and rules versions), newest rules first. */
+  listCalibrations(benchmarkId: string): Promise<CalibrationEntity[]> {
+    return this.manager.find(CalibrationEntity, {
+      where: { benchmarkId },
+      order: { rulesVersion: 'DESC', hardware: 'ASC' },
+    });
+  }
+
+  /** Every stored calibration run of a benchmark, newest first. */
+  listCalibrationRuns(benchmarkId: string): Promise<CalibrationRunEntity[]> {
+    return this.manager.find(CalibrationRunEntity, {
+      where: { benchmarkId },
+      order: { createdAt: 'DESC', runId: 'DESC' },
+    });
+  }
+
+  /** Forgets pooled K's and their runs (one key, or all); returns the pooled K's deleted. */
+  async deleteCalibrations(benchmarkId: string, hardware?: string): Promise<number> {
+    const where = hardware ? { benchmarkId, hardware } : { benchmarkId };
+    await this.manager.delete(CalibrationRunEntity, where);
+    const res = await this.manager.delete(CalibrationEntity, where);
+    return res.affected ?? 0;
+  }
+
+  /** The unfinished calibration runs of a benchmark on a hardware key. */
+  pendingCalibrations(benchmarkId: string, hardware: string): Promise<RunEntity[]> {
+    return this.manager
+      .createQueryBuilder(RunEntity, 'r')
+      .where(`r.mode = 'calibration' AND r.status IN ('queued', 'assigned', 'running')`)
+      .andWhere('r.benchmark_id = :benchmarkId AND r.hardware = :hardware', { benchmarkId, hardware })
+      .orderBy('r.calibration_part', 'ASC')
+      .getMany();
+  }
+
   /** The unfinished baseline re-measure of a benchmark on a hardware key, if any. */
   pendingRemeasure(benchmarkId: string, hardware: string): Promise<RunEntity | null> {
     return this.manager
@@ -320,10 +442,10 @@ export class RunsRepository extends TransactionalRepository {
       .getOne();
   }
 
-  /** A benchmark's latest baseline re-measures, newest first. */
+  /** A benchmark's latest baseline re-measures and calibration runs, newest first. */
   listRemeasures(benchmarkId: string, limit: number): Promise<RunEntity[]> {
     return this.manager.find(RunEntity, {
-      where: { benchmarkId, mode: 'baseline' },
+      where: { benchmarkId, mode: In(['baseline', 'calibration']) },
       order: { createdAt: 'DESC', id: 'DESC' },
       take: limit,
     });

@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type {
   CancelRunBody,
@@ -9,12 +9,11 @@ import type {
   RunResultView,
   RunView,
 } from '@dryft/libs';
-import { DEFAULT_LOG_LIMITS, TERMINAL_STATUSES } from '@dryft/libs';
-import type { LogLimits, LogLine } from '@dryft/libs';
+import { TERMINAL_STATUSES } from '@dryft/libs';
 import type { EntityManager } from 'typeorm';
 import type { z } from 'zod';
 import { BanPolicy } from '../bans/ban-policy';
-import { BenchmarksService, EffectiveBenchmark } from '../benchmarks/benchmarks.service';
+import { BenchmarksService } from '../benchmarks/benchmarks.service';
 import { Clock } from '../common/clock';
 import { decodeCursor, encodeCursor } from '../common/cursor';
 import {
@@ -27,18 +26,18 @@ import {
   unprocessable,
 } from '../common/errors';
 import { EventBus } from '../common/event-bus';
+import { CONFIG, Config } from '../config/config';
 import type { Principal } from '../common/principal';
 import { SubmissionsService } from '../submissions/submissions.service';
 import { TeamsService } from '../teams/teams.service';
-import { UsersService } from '../users/users.service';
 import { IdempotencyRepository } from './idempotency.repository';
-import { chooseRun, utcDay } from './run-options';
-import { checkView, metricView, runView, sampleView } from './run-views';
+import { QuotaGrantsService } from '../quota-grants/quota-grants.service';
+import { RunLifecycleService } from './run-lifecycle.service';
+import { RunLog } from './run-log';
+import { chooseRun, quotaBuckets, utcDay } from './run-options';
+import { runView, RunViews } from './run-views';
 import { RunEntity } from './run.entity';
-import { RunQueue } from './run-queue';
 import { RunsRepository } from './runs.repository';
-import { endOfLog } from './log-cap';
-import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { WaitingService } from './waiting.service';
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
@@ -57,70 +56,29 @@ export interface CreateRunRequest {
   idempotencyKey?: string;
 }
 
+/**
+ * The REST side of runs: starting one (daily limits, the team's queue, idempotency), who may read
+ * or cancel it, lists, logs, results and quotas. Views are RunViews', logs RunLog's, and every end
+ * of a run (a cancel too) RunLifecycleService's.
+ */
 @Injectable()
-export class RunsService implements OnModuleInit {
+export class RunsService {
   constructor(
     private readonly runs: RunsRepository,
-    private readonly queue: RunQueue,
+    private readonly views: RunViews,
+    private readonly log: RunLog,
+    private readonly lifecycle: RunLifecycleService,
     private readonly idempotency: IdempotencyRepository,
     private readonly submissions: SubmissionsService,
     private readonly benchmarks: BenchmarksService,
     private readonly teams: TeamsService,
-    private readonly users: UsersService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
     private readonly bans: BanPolicy,
-    private readonly registry: BenchmarkRegistry,
     private readonly waiting: WaitingService,
+    private readonly grants: QuotaGrantsService,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
-
-  /** The log cap of a benchmark's runs (its definition's `logs`, or the defaults). */
-  logLimits(benchmarkId: string): LogLimits {
-    return this.registry.get(benchmarkId)?.logs ?? DEFAULT_LOG_LIMITS;
-  }
-
-  /** Stores the end of a capped log (notice and kept tail) inside the caller's transaction; returns it to emit. */
-  async storeEndOfLog(tx: RunsRepository, run: RunEntity): Promise<LogLine[]> {
-    if (!run.logTail) return [];
-    const after = run.lastLogSeq;
-    const lines = endOfLog(run, this.logLimits(run.benchmarkId), this.clock.now().getTime());
-    await tx.insertLogs(run.id, lines, after);
-    await this.queue.within(tx).clearLogTail(run);
-    return lines;
-  }
-
-  /** Before a run ends without its agent's verdict (lost, revoked, canceled): the end of its log is stored. */
-  async flushLogTail(runId: string): Promise<void> {
-    const lines = await this.runs.transaction(async (tx) => {
-      const run = await tx.lock(runId);
-      return run ? this.storeEndOfLog(tx, run) : [];
-    });
-    if (lines.length) this.bus.emit('run.logs', { runId, lines });
-  }
-
-  onModuleInit(): void {
-    this.bus.on('benchmark.settings_changed', ({ benchmarkId, runTimeLimitSeconds }) =>
-      this.applyRunTimeLimit(benchmarkId, runTimeLimitSeconds),
-    );
-    this.bus.on('benchmark.rules_changed', async ({ benchmarkId, rulesVersion, reason }) => {
-      await this.queue.invalidateBefore(
-        benchmarkId,
-        rulesVersion,
-        `Rules changed to version ${rulesVersion}: ${reason}`,
-      );
-      this.bus.emit('leaderboard.changed', { benchmarkId });
-    });
-    this.bus.on('ban.created', async ({ userId, teamId, benchmarkId, reason }) => {
-      const runs = await this.runs.unstartedOf({ userId, teamId, benchmarkId });
-      const who = userId ? 'its author was' : 'the team was';
-      for (const run of runs)
-        await this.cancelRun(
-          run.id,
-          `Canceled before it started: ${who} banned by an organizer (${reason}).`,
-          `banned: ${reason}`,
-        );
-    });
-  }
 
   /**
    * Starts a run. With an Idempotency-Key, the same key and body answer with the first response and
@@ -228,25 +186,47 @@ export class RunsService implements OnModuleInit {
         `Evaluations for ${benchmark.title} are closed by the organizer; your submission is kept, start the run when they reopen.`,
       );
     }
-    const choice = chooseRun(benchmark, body);
+    let choice = chooseRun(benchmark, body);
+    // Public decode runs of a benchmark whose definition sets no daily limit: the hub's own cap.
+    const hubCap = benchmark.kind === 'decode' && choice.mode === 'public' && choice.dailyLimit === null;
+    if (hubCap) choice = { ...choice, dailyLimit: this.config.TEAM_PUBLIC_RUNS_PER_DAY };
     const now = this.clock.now();
     const { day, resetsAt } = utcDay(now);
     const holder = benchmark.ranks === 'users' ? actor.id : submission.teamId;
+    // An organizer's grant adds to the day's limit (grants only ever add, so reading it before the
+    // quota lock cannot let a run past a limit)
+    let granted = 0;
+    if (choice.dailyLimit !== null) {
+      granted = await this.grants.extraRuns(benchmark.id, holder, choice.quotaBucket, day);
+      if (granted) choice = { ...choice, dailyLimit: choice.dailyLimit + granted };
+    }
+    const grantedText = granted ? ` (${granted} of them granted by an organizer)` : '';
     const submissionName = `${submission.sourceName} #${submission.number}`;
     const result = await this.runs.transaction(async (tx) => {
+      await tx.lockTeamQueue(submission.teamId);
       await tx.lockQuota(holder, choice.quotaBucket, day);
       const used = await tx.countQuota(benchmark.id, holder, choice.quotaBucket, day);
       if (choice.dailyLimit !== null && used >= choice.dailyLimit) {
         const who = benchmark.ranks === 'users' ? 'You have' : 'Your team has';
         throw tooMany(
-          'daily_limit_reached',
-          `${who} used all ${choice.dailyLimit} ${choice.quotaBucket} runs for today (UTC); the limit resets at ${resetsAt.toISOString()}.`,
+          hubCap ? 'public_run_quota' : 'daily_limit_reached',
+          hubCap
+            ? `${who} used all ${choice.dailyLimit} public runs of ${benchmark.id} for today (UTC)${grantedText}, this hub's limit per team; it resets at ${resetsAt.toISOString()}.`
+            : `${who} used all ${choice.dailyLimit} ${choice.quotaBucket} runs for today (UTC)${grantedText}; the limit resets at ${resetsAt.toISOString()}.`,
           {
             bucket: choice.quotaBucket,
             limit: choice.dailyLimit,
             used,
             resetsAt: resetsAt.toISOString(),
           },
+        );
+      }
+      const queued = await tx.countQueued(submission.teamId);
+      if (queued >= this.config.TEAM_QUEUED_RUNS) {
+        throw conflict(
+          'queued_runs_limit',
+          `Your team has ${queued} runs waiting in the queue, this hub's limit of ${this.config.TEAM_QUEUED_RUNS} per team. Start this one when one of them has been taken by an agent or canceled; nothing was queued or counted.`,
+          { used: queued, limit: this.config.TEAM_QUEUED_RUNS, resetsAt: null },
         );
       }
       const run = await tx.insert({
@@ -271,6 +251,7 @@ export class RunsService implements OnModuleInit {
         used: used + 1,
         remaining: choice.dailyLimit === null ? null : choice.dailyLimit - used - 1,
         refunded: await tx.countRefunded(benchmark.id, holder, choice.quotaBucket, day),
+        granted,
         resetsAt: resetsAt.toISOString(),
       };
       const position = await tx.queuePosition(run);
@@ -316,31 +297,7 @@ export class RunsService implements OnModuleInit {
   }
 
   async get(principal: Principal, runId: string): Promise<RunView> {
-    return this.view(await this.getAuthorized(principal, runId));
-  }
-
-  /** For the live layer: the view of a run by id, no authorization (callers check membership). */
-  async viewById(runId: string): Promise<RunView | null> {
-    const run = await this.runs.findById(runId);
-    return run ? this.view(run) : null;
-  }
-
-  async view(run: RunEntity): Promise<RunView> {
-    const [submission, creator, position] = await Promise.all([
-      run.submissionId ? this.submissions.findById(run.submissionId) : null,
-      this.users.findById(run.createdBy),
-      this.runs.queuePosition(run),
-    ]);
-    return runView(run, {
-      submissionName: submission
-        ? `${submission.sourceName} #${submission.number}`
-        : run.mode === 'baseline'
-          ? `baseline re-measure (${run.hardware})`
-          : 'unknown',
-      createdBy: creator?.login ?? 'unknown',
-      queuePosition: position,
-      waiting: position !== null ? await this.waiting.forRun(run, position) : null,
-    });
+    return this.views.view(await this.getAuthorized(principal, runId));
   }
 
   async list(
@@ -357,7 +314,7 @@ export class RunsService implements OnModuleInit {
     const page = rows.slice(0, opts.limit);
     const last = page[page.length - 1];
     return {
-      items: await Promise.all(page.map((r) => this.view(r))),
+      items: await this.views.views(page),
       nextCursor: rows.length > opts.limit && last ? encodeCursor(last.createdAt, last.id) : null,
     };
   }
@@ -367,71 +324,22 @@ export class RunsService implements OnModuleInit {
     const run = await this.getAuthorized(principal, runId, 'cancel');
     if (TERMINAL_STATUSES.includes(run.status)) {
       const what = run.status === 'canceled' ? 'was already canceled' : `already ${run.status}`;
-      return { run: await this.view(run), changed: false, message: `Run ${what}; nothing to cancel.` };
+      return { run: await this.views.view(run), changed: false, message: `Run ${what}; nothing to cancel.` };
     }
-    return this.cancelRun(run.id, `Canceled by ${principal.user.login}: ${body.reason}`, body.reason);
-  }
-
-  /**
-   * Used by member cancels and by the server's whole-run limit. A run canceled before it started
-   * (queued or assigned) is refunded: it does not count against the daily limit.
-   */
-  async cancelRun(runId: string, message: string, reason: string) {
-    await this.flushLogTail(runId);
-    const changed = await this.queue.cancel(runId, { reason, message, at: this.clock.now() });
-    const current = changed ?? (await this.runs.findById(runId))!;
-    const view = await this.view(current);
-    if (changed) {
-      this.bus.emit('run.status', { run: view });
-      this.bus.emit('run.cancel_requested', { runId, agentId: current.agentId, reason });
-      this.bus.emit('run.finished', { runId, agentId: current.agentId, slot: current.slot });
-    }
-    return {
-      run: view,
-      changed: Boolean(changed),
-      message: changed ? 'Run canceled.' : `Run already ${current.status}; nothing to cancel.`,
-    };
+    return this.lifecycle.cancelRun(
+      run.id,
+      `Canceled by ${principal.user.login}: ${body.reason}`,
+      body.reason,
+    );
   }
 
   async logs(principal: Principal, runId: string, after: number, limit: number): Promise<LogsPage> {
     const run = await this.getAuthorized(principal, runId);
-    return this.logsOf(run, after, limit);
-  }
-
-  async logsOf(run: RunEntity, after: number, limit: number): Promise<LogsPage> {
-    const items = await this.runs.getLogs(run.id, after, limit);
-    const nextAfter = items.length ? items[items.length - 1].seq : after;
-    const finished = TERMINAL_STATUSES.includes(run.status);
-    return { items, nextAfter, complete: finished && nextAfter >= run.lastLogSeq };
+    return this.log.page(run, after, limit);
   }
 
   async result(principal: Principal, runId: string): Promise<RunResultView> {
-    return this.resultOf(await this.getAuthorized(principal, runId));
-  }
-
-  async resultOf(run: RunEntity): Promise<RunResultView> {
-    const [view, samples, checks, metrics] = await Promise.all([
-      this.view(run),
-      this.runs.samples(run.id),
-      this.runs.checks(run.id),
-      this.runs.metrics(run.id),
-    ]);
-    const lastMetrics: Record<string, number> = { ...(run.metrics ?? {}) };
-    if (!run.metrics) for (const m of metrics) lastMetrics[m.name] = m.value;
-    return {
-      run: view,
-      score: run.score,
-      interval: run.score === null ? null : run.scoreInterval,
-      pairs: run.pairs,
-      indicative: run.mode === 'public' && run.spec.kind === 'decode',
-      workloads: run.workloads ?? [],
-      samples: samples.map(sampleView),
-      checks: checks.map(checkView),
-      metrics: lastMetrics,
-      detail: run.detail,
-      complete: TERMINAL_STATUSES.includes(run.status),
-      ...(metrics.length ? { curve: metrics.map(metricView) } : {}),
-    };
+    return this.views.resultOf(await this.getAuthorized(principal, runId));
   }
 
   /** Today's daily-limit standing for the caller, per bucket of a benchmark. */
@@ -442,48 +350,27 @@ export class RunsService implements OnModuleInit {
     const b = await this.benchmarks.get(benchmarkId);
     const holder = b.ranks === 'users' ? principal.user.id : teamId;
     const { day, resetsAt } = utcDay(this.clock.now());
-    const buckets = quotaBuckets(b);
+    const buckets = quotaBuckets(b, this.config.TEAM_PUBLIC_RUNS_PER_DAY);
     return Promise.all(
       buckets.map(async ({ bucket, limit }) => {
-        const [used, refunded] = await Promise.all([
+        const [used, refunded, granted] = await Promise.all([
           this.runs.countQuota(b.id, holder, bucket, day),
           this.runs.countRefunded(b.id, holder, bucket, day),
+          limit === null ? 0 : this.grants.extraRuns(b.id, holder, bucket, day),
         ]);
+        const total = limit === null ? null : limit + granted;
         return {
           bucket,
-          limit,
+          limit: total,
           used,
-          remaining: limit === null ? null : Math.max(0, limit - used),
+          remaining: total === null ? null : Math.max(0, total - used),
           refunded,
+          granted,
           resetsAt: resetsAt.toISOString(),
         };
       }),
     );
   }
-
-  /** Organizers: forget cached baselines so the next run measures the baseline again. */
-  forgetBaselines(benchmarkId: string, hardware?: string): Promise<number> {
-    return this.runs.deleteBaselines(benchmarkId, hardware);
-  }
-
-  /** A changed whole-run limit applies to runs already in progress. */
-  private async applyRunTimeLimit(benchmarkId: string, seconds: number): Promise<void> {
-    const changed = await this.queue.setLimitForUnfinished(benchmarkId, seconds);
-    for (const run of changed) {
-      if (run.deadlineAt)
-        this.bus.emit('run.deadline_changed', {
-          runId: run.id,
-          agentId: run.agentId,
-          deadlineAt: run.deadlineAt.getTime(),
-        });
-      this.bus.emit('run.status', { run: await this.view(run) });
-    }
-  }
-}
-
-function quotaBuckets(b: EffectiveBenchmark): { bucket: string; limit: number | null }[] {
-  if (b.kind === 'training') return b.tiers.map((t) => ({ bucket: t.id, limit: t.dailyLimit }));
-  return (['public', 'official'] as const).map((m) => ({ bucket: m, limit: b.dailyLimits[m] ?? null }));
 }
 
 /** Key order does not change a request's identity. */

@@ -15,7 +15,10 @@ import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
 import { Clock } from '../common/clock';
 import { CONFIG, Config } from '../config/config';
 import type { RunEntity } from './run.entity';
-import { AgentRow, RunsRepository } from './runs.repository';
+import { AgentRow, DurationKey, durationKey, RunsRepository } from './runs.repository';
+
+/** A run in progress on an agent's slot, since when. */
+type ActiveRun = Awaited<ReturnType<RunsRepository['activeOn']>>[number];
 
 /** Recent runs needed before the estimate stops being called a guess. */
 const MIN_SAMPLES = 3;
@@ -45,35 +48,62 @@ export class WaitingService {
   ) {}
 
   async forRun(run: RunEntity, position: number): Promise<RunWaiting | null> {
-    const def = this.registry.get(run.benchmarkId);
-    if (!def || run.status !== 'queued') return null;
+    return (await this.forRuns([{ run, position }]))[0];
+  }
+
+  /**
+   * {@link forRun} for each queued run of a page, in the same few queries however many there are:
+   * the agents, the recent durations of every benchmark, tier and mode asked for, and the runs in
+   * progress on the agents that could take them.
+   */
+  async forRuns(queued: { run: RunEntity; position: number }[]): Promise<(RunWaiting | null)[]> {
+    const asked = queued.map(({ run, position }) => {
+      const def = this.registry.get(run.benchmarkId);
+      return def && run.status === 'queued' ? { run, position, def } : null;
+    });
+    const waiting = asked.filter((x) => x !== null);
+    if (waiting.length === 0) return asked.map(() => null);
     const agents = await this.runs.agentsForCapacity();
-    const durations = await this.runs.recentDurations(run.benchmarkId, run.tier, run.mode);
-    const runSeconds = median(durations) ?? guessSeconds(def, run.tier);
-    const cap = await this.capacity(def, agents, runSeconds);
+    const keys = new Map<string, DurationKey>();
+    for (const { run } of waiting) {
+      const key = { benchmarkId: run.benchmarkId, tier: run.tier, mode: run.mode };
+      keys.set(durationKey(key), key);
+    }
+    const durationsOf = await this.runs.recentDurations([...keys.values()]);
+    const active = await this.activeOnAvailable(agents);
     const now = this.clock.now().getTime();
-    const since = Math.max(cap.lastCapableSeenAt?.getTime() ?? 0, run.createdAt.getTime());
-    return {
-      reason: cap.reason(position),
-      capableAgents: cap.capable.length,
-      capableSlots: cap.capableSlots,
-      busySlots: cap.busySlots,
-      position,
-      etaSeconds: estimateStartSeconds({ position, slotFreeIn: cap.slotFreeIn, runSeconds }),
-      etaIsGuess: durations.length < MIN_SAMPLES || cap.capable.length === 0,
-      lastCapableSeenAt: cap.lastCapableSeenAt?.toISOString() ?? null,
-      suggestCancel: cap.capable.length === 0 && now - since >= def.noCapableAgentHintSeconds * 1000,
-    };
+    return asked.map((x) => {
+      if (!x) return null;
+      const { run, position, def } = x;
+      const durations = durationsOf.get(
+        durationKey({ benchmarkId: run.benchmarkId, tier: run.tier, mode: run.mode }),
+      )!;
+      const runSeconds = median(durations) ?? guessSeconds(def, run.tier);
+      const cap = this.capacity(def, agents, runSeconds, active);
+      const since = Math.max(cap.lastCapableSeenAt?.getTime() ?? 0, run.createdAt.getTime());
+      return {
+        reason: cap.reason(position),
+        capableAgents: cap.capable.length,
+        capableSlots: cap.capableSlots,
+        busySlots: cap.busySlots,
+        position,
+        etaSeconds: estimateStartSeconds({ position, slotFreeIn: cap.slotFreeIn, runSeconds }),
+        etaIsGuess: durations.length < MIN_SAMPLES || cap.capable.length === 0,
+        lastCapableSeenAt: cap.lastCapableSeenAt?.toISOString() ?? null,
+        suggestCancel: cap.capable.length === 0 && now - since >= def.noCapableAgentHintSeconds * 1000,
+      };
+    });
   }
 
   /** Runs waiting per benchmark and the capacity that could take them (organizer's agents page). */
   async queue(): Promise<QueueSummary[]> {
     const agents = await this.runs.agentsForCapacity();
     const queued = await this.runs.queuedPerBenchmark();
+    const active = await this.activeOnAvailable(agents);
     const out: QueueSummary[] = [];
     for (const def of this.registry.all()) {
       const q = queued.find((x) => x.benchmarkId === def.id);
-      const cap = await this.capacity(def, agents, guessSeconds(def, null));
+      const cap = this.capacity(def, agents, guessSeconds(def, null), active);
       out.push({
         benchmarkId: def.id,
         title: def.title,
@@ -95,11 +125,20 @@ export class WaitingService {
     return a.connected && fresh && a.capabilities !== null;
   }
 
-  private async capacity(
+  /**
+   * The runs in progress on every agent that could take a run of some benchmark (online, not
+   * draining): {@link capacity} reads those of the agents that can take its benchmark.
+   */
+  private activeOnAvailable(agents: AgentRow[]): Promise<ActiveRun[]> {
+    return this.runs.activeOn(agents.filter((a) => this.online(a) && !a.draining).map((a) => a.id));
+  }
+
+  private capacity(
     def: BenchmarkDefinition,
     agents: AgentRow[],
     runSeconds: number,
-  ): Promise<Capacity> {
+    active: ActiveRun[],
+  ): Capacity {
     const online = agents.filter((a) => this.online(a));
     const fits = (a: AgentRow) => a.capabilities !== null && agentFits(def, a.capabilities);
     const capable = online.filter((a) => !a.draining && fits(a));
@@ -108,7 +147,6 @@ export class WaitingService {
       .map((a) => a.lastHeartbeatAt)
       .filter((d): d is Date => d !== null)
       .reduce<Date | null>((m, d) => (m === null || d > m ? d : m), null);
-    const active = await this.runs.activeOn(capable.map((a) => a.id));
     const now = this.clock.now().getTime();
     const slotFreeIn: number[] = [];
     let busySlots = 0;

@@ -2,16 +2,14 @@ import type { Logger } from '@nestjs/common';
 import { refusal } from '@dryft/libs';
 import type { z } from 'zod';
 import { AppError } from '../common/errors';
-import { LATENCY_TRACE, lastEvent, traceNow } from '../common/latency-trace';
 import { databaseUnavailable, isDatabaseUnavailable } from '../common/database-errors';
 
-/** The socket side both gateways share: what a middleware and an event listener receive. */
+/** The socket side both gateways share: what a middleware and a catch-all listener receive. */
 interface HandshakeSocket {
   handshake: { auth: unknown; headers: { cookie?: string } };
   data: Record<string, unknown>;
 }
 interface ListeningSocket {
-  on(event: string, listener: (raw: unknown, ack?: unknown) => void): unknown;
   onAny(listener: (event: string, ...args: unknown[]) => void): unknown;
 }
 
@@ -33,6 +31,8 @@ export function authenticatedHandshake<S extends HandshakeSocket>(
         if (!e) logger.error(`${label} handshake failed: ${(err as Error).stack ?? err}`);
         const refusal = new Error(e?.message ?? 'Authentication failed.') as Error & { data?: unknown };
         refusal.data = { code: e?.code ?? 'internal_error' };
+        // A rate-limited handshake says when to retry (`details.retryAfterSeconds`).
+        if (e?.details !== undefined) (refusal.data as { details?: unknown }).details = e.details;
         next(refusal);
       },
     );
@@ -48,37 +48,6 @@ export function describeIssues(error: z.ZodError, max = Infinity): string {
 }
 
 /**
- * One acknowledged event: the payload is parsed with its zod schema (or a parser that decides
- * exactly as the schema does, like `parseRunBatch`) before anything is done, the
- * handler's answer is the ack, and the ack is always answered (a client that sent none gets
- * nothing). `malformed` answers a payload the schema refuses; `failed` answers a handler that threw.
- */
-export function onAcked<T>(
-  socket: ListeningSocket,
-  event: string,
-  schema: { safeParse(raw: unknown): z.ZodSafeParseResult<T> },
-  handlers: {
-    handle: (payload: T) => Promise<unknown>;
-    malformed: (message: string, error: z.ZodError) => unknown;
-    failed: (err: unknown) => unknown;
-    /** What a missing payload is taken as (default: undefined). */
-    empty?: unknown;
-  },
-): void {
-  socket.on(event, (raw: unknown, ack?: unknown) => {
-    if (LATENCY_TRACE) lastEvent.received = traceNow();
-    const reply = typeof ack === 'function' ? (ack as (r: unknown) => void) : () => undefined;
-    const parsed = schema.safeParse(raw ?? handlers.empty);
-    if (LATENCY_TRACE) lastEvent.parsed = traceNow();
-    if (!parsed.success) {
-      reply(handlers.malformed(describeIssues(parsed.error), parsed.error));
-      return;
-    }
-    handlers.handle(parsed.data).then(reply, (err: unknown) => reply(handlers.failed(err)));
-  });
-}
-
-/**
  * An event the namespace does not know is ignored, said through `warn`, and its ack (when the
  * client asked for one) is answered with the refusal `unknown_event`.
  */
@@ -88,7 +57,8 @@ export function answerUnknownEvents(
   warn: (event: string) => void,
 ): void {
   socket.onAny((event: string, ...args: unknown[]) => {
-    if (event in known) return;
+    // Own keys only: `__proto__`, `constructor` and the like are not events of the namespace.
+    if (Object.prototype.hasOwnProperty.call(known, event)) return;
     warn(event);
     const ack = args[args.length - 1];
     if (typeof ack === 'function')

@@ -2,7 +2,7 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique
 
 /** An uploaded (or pushed) engine archive or single file, stored by sha256 in the artifact store. */
 @Entity('submissions')
-@Unique('UQ_submission_team_source_number', ['teamId', 'sourceName', 'number'])
+@Unique('UQ_submission_team_benchmark_source_number', ['teamId', 'benchmarkId', 'sourceName', 'number'])
 @Index('IDX_submissions_team_created', ['teamId', 'createdAt'])
 export class SubmissionEntity {
   @PrimaryGeneratedColumn('uuid')

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@ne
 import type { TeamDetail, TeamSummary } from '@dryft/libs';
 import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
+import { RateLimit } from '../rate-limits/rate-limit.guard';
 import { ChangeRoleDto, CreateTeamDto, JoinTeamDto, LeaveTeamDto } from './dto';
 import { TeamsService } from './teams.service';
 
@@ -17,12 +18,14 @@ export class TeamsController {
   }
 
   @Post()
+  @RateLimit('create')
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateTeamDto): Promise<TeamDetail> {
     return this.teams.create(principal, body.name);
   }
 
   @Post('join')
   @HttpCode(200)
+  @RateLimit('join')
   join(@CurrentPrincipal() principal: Principal, @Body() body: JoinTeamDto): Promise<TeamDetail> {
     return this.teams.join(principal, body.code);
   }

@@ -11,6 +11,13 @@ export interface MembershipWithTeam {
   memberCount: number;
 }
 
+/** One of a user's memberships with the team's size (count(*) is bigint: text). */
+interface UserMembershipRow {
+  team_id: string;
+  role: Role;
+  member_count: string;
+}
+
 @Injectable()
 export class TeamsRepository extends TransactionalRepository {
   constructor(dataSource: DataSource) {
@@ -71,12 +78,21 @@ export class TeamsRepository extends TransactionalRepository {
     await this.manager.update(MembershipEntity, { teamId, userId }, { role });
   }
 
+  /**
+   * Removes a member and, in the same transaction, revokes the API tokens they made for the team:
+   * a token never outlives its creator's membership, and rejoining does not bring it back.
+   */
   async removeMember(teamId: string, userId: string): Promise<void> {
     await this.manager.delete(MembershipEntity, { teamId, userId });
+    await this.manager.query(
+      `UPDATE api_tokens SET revoked_at = now(), revoked_reason = 'creator_left'
+        WHERE team_id = $1 AND created_by = $2 AND revoked_at IS NULL`,
+      [teamId, userId],
+    );
   }
 
   async listForUser(userId: string): Promise<MembershipWithTeam[]> {
-    const rows: { team_id: string; role: Role; member_count: string }[] = await this.manager.query(
+    const rows = await this.manager.query<UserMembershipRow[]>(
       `SELECT m.team_id, m.role, (SELECT count(*) FROM memberships c WHERE c.team_id = m.team_id) AS member_count
          FROM memberships m JOIN teams t ON t.id = m.team_id
         WHERE m.user_id = $1 ORDER BY t.name`,

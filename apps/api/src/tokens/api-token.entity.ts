@@ -34,4 +34,8 @@ export class ApiTokenEntity {
 
   @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
   revokedAt!: Date | null;
+
+  /** Null: revoked by an owner or admin. `creator_left`: its creator left or was removed (for good). */
+  @Column({ name: 'revoked_reason', type: 'text', nullable: true })
+  revokedReason!: 'creator_left' | null;
 }

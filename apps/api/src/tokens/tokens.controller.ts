@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
 import type { CreatedTokenView, TokenView } from '@dryft/libs';
 import { CurrentPrincipal, Principal } from '../common/principal';
 import { UuidParam } from '../common/uuid.pipe';
+import { RateLimit } from '../rate-limits/rate-limit.guard';
 import { CreateTokenDto } from './dto';
 import { TokensService } from './tokens.service';
 
@@ -19,6 +20,7 @@ export class TokensController {
 
   /** The only response that ever contains the token's full value. */
   @Post()
+  @RateLimit('create')
   create(
     @CurrentPrincipal() principal: Principal,
     @Param('teamId', new UuidParam('team')) teamId: string,

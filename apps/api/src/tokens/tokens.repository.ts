@@ -2,6 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, Repository } from 'typeorm';
 import { ApiTokenEntity } from './api-token.entity';
 
+/** The hub's own tag (hub_identity has one row). */
+interface HubTagRow {
+  tag: string;
+}
+
 @Injectable()
 export class TokensRepository {
   private readonly repo: Repository<ApiTokenEntity>;
@@ -12,6 +17,13 @@ export class TokensRepository {
 
   create(token: Partial<ApiTokenEntity>): Promise<ApiTokenEntity> {
     return this.repo.save(this.repo.create(token));
+  }
+
+  /** This hub's tag (the hub_identity row made with the database). */
+  async hubTag(): Promise<string> {
+    const rows = await this.repo.manager.query<HubTagRow[]>('SELECT tag FROM hub_identity LIMIT 1');
+    if (!rows[0]) throw new Error('hub_identity is empty: the database was not migrated');
+    return rows[0].tag;
   }
 
   findByHash(tokenHash: string): Promise<ApiTokenEntity | null> {

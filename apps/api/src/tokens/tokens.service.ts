@@ -1,6 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
 import type { CreatedTokenView, TokenView } from '@dryft/libs';
-import { checkTokenFormat, generateToken, hashToken, tokenDisplayPrefix } from '@dryft/libs/node';
+import {
+  checkTokenFormat,
+  generateToken,
+  hashToken,
+  tokenDisplayPrefix,
+  tokenHubTag,
+} from '@dryft/libs/node';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { badRequest, notFound, unauthorized } from '../common/errors';
@@ -21,7 +28,19 @@ export class TokensService {
     private readonly users: UsersService,
     private readonly clock: Clock,
     private readonly bus: EventBus,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
+
+  private tag?: Promise<string>;
+
+  /** This hub's tag, read once: every token made here starts with it. */
+  hubTag(): Promise<string> {
+    this.tag ??= this.tokens.hubTag().catch((err: unknown) => {
+      this.tag = undefined;
+      throw err;
+    });
+    return this.tag;
+  }
 
   async create(
     principal: Principal,
@@ -34,7 +53,7 @@ export class TokensService {
     if (expiry && expiry.getTime() <= this.clock.now().getTime()) {
       throw badRequest('expiry_in_past', 'expiresAt must be in the future.');
     }
-    const value = generateToken('pat');
+    const value = generateToken('pat', await this.hubTag());
     const entity = await this.tokens.create({
       teamId,
       name,
@@ -79,8 +98,22 @@ export class TokensService {
         `${format.message} ${REFUSED_HINT}`,
       );
     const token = await this.tokens.findByHash(hashToken(value));
-    if (!token) throw unauthorized('token_invalid', `This token is not known to this hub. ${REFUSED_HINT}`);
+    if (!token) {
+      const ours = await this.hubTag();
+      const theirs = tokenHubTag(value);
+      if (theirs !== ours)
+        throw unauthorized(
+          'token_other_hub',
+          `This token belongs to another hub (it starts dryft_pat_${theirs}…, tokens of this hub at ${this.config.PUBLIC_URL} start dryft_pat_${ours}…). Point DRYFT_API_URL (or --api-url) at the hub that made it, or create a token on this hub under API tokens.`,
+        );
+      throw unauthorized('token_invalid', `This token is not known to this hub. ${REFUSED_HINT}`);
+    }
     const now = this.clock.now();
+    if (token.revokedAt && token.revokedReason === 'creator_left')
+      throw unauthorized(
+        'token_creator_left',
+        'This token was revoked when its creator left the team; it stays revoked even if they rejoin. Ask an owner or admin for a replacement.',
+      );
     if (token.revokedAt)
       throw unauthorized(
         'token_revoked',
@@ -116,6 +149,7 @@ export class TokensService {
     tokenId: string,
   ): Promise<'token_revoked' | 'token_expired' | 'token_creator_left' | null> {
     const token = await this.tokens.findInTeam(teamId, tokenId);
+    if (token?.revokedAt && token.revokedReason === 'creator_left') return 'token_creator_left';
     if (!token || token.revokedAt) return 'token_revoked';
     if (token.expiresAt && token.expiresAt.getTime() <= this.clock.now().getTime()) return 'token_expired';
     if (!(await this.teams.isMember(token.teamId, token.createdBy))) return 'token_creator_left';

@@ -116,7 +116,12 @@ export async function doctor(ctx: Context): Promise<number> {
             name: 'token valid',
             ok: false,
             detail: e.message.split('\n')[0],
-            hint: e instanceof ApiError && e.status === 401 ? tokenAdvice(s.tokenSource) : undefined,
+            hint:
+              e instanceof ApiError && e.code === 'token_other_hub'
+                ? `The hub here is ${s.apiUrl} (from ${s.apiUrlSource}); use the hub that made the token, or a token made on this one.`
+                : e instanceof ApiError && e.status === 401
+                  ? tokenAdvice(s.tokenSource)
+                  : undefined,
           });
           fail(e.exitCode);
         }

@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import {
   CancelRunResponse,
   CreateRunResponse,
+  LOG_STREAM_MARK,
   LogLine,
   LogsPage,
   Paginated,
   PublicBenchmark,
   QuotaView,
   RankView,
+  renderLogText,
   RunMode,
   RunResultView,
   RunStatus,
@@ -98,6 +100,8 @@ export interface RunRequest {
   tier?: string;
   dataset?: string;
   yes?: boolean;
+  /** The caller's key for this intended run (`--idempotency-key`); a new uuid when absent. */
+  idempotencyKey?: string;
 }
 
 /** Today's standing in one daily-limit bucket (the tier, else the mode); undefined on a hub without /api/quota. */
@@ -119,7 +123,9 @@ export async function fetchQuota(
 
 /** " You have 2 of 3 left today (UTC)." or "" when the bucket has no limit. */
 export function quotaLeftText(q: QuotaView | undefined): string {
-  return q && q.limit !== null ? ` You have ${q.remaining} of ${q.limit} left today (UTC).` : '';
+  if (!q || q.limit === null) return '';
+  const granted = q.granted ? ` (${q.granted} extra granted by an organizer)` : '';
+  return ` You have ${q.remaining} of ${q.limit} left today (UTC)${granted}.`;
 }
 
 /** Asks before an official run (or refuses without a TTY and without --yes). */
@@ -150,9 +156,18 @@ export async function confirmRun(ctx: Context, api: ApiClient, r: RunRequest): P
     );
 }
 
+/** The hub's rule for an Idempotency-Key: 1–200 visible ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+
 /** Creates the run with one Idempotency-Key for this intended run, reused on every retry. */
 export async function createRun(ctx: Context, api: ApiClient, r: RunRequest) {
-  const key = randomUUID();
+  if (r.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(r.idempotencyKey))
+    throw new CliError(
+      EXIT.badInput,
+      '--idempotency-key takes 1–200 visible ASCII characters (a uuid is ideal); nothing was started.',
+      'invalid_idempotency_key',
+    );
+  const key = r.idempotencyKey ?? randomUUID();
   const body = {
     mode: r.mode,
     ...(r.tier ? { tier: r.tier } : {}),
@@ -175,11 +190,12 @@ export async function createRun(ctx: Context, api: ApiClient, r: RunRequest) {
     );
     return value;
   } catch (err) {
-    if (err instanceof ApiError && err.status === 429) {
-      throw new CliError(
-        EXIT.badInput,
-        `${err.message.split('\n')[0]}\nThe daily limit resets at 00:00 UTC; \`dryft runs\` shows today's runs.`,
+    // A daily run limit (a rate limit already says when to retry).
+    if (err instanceof ApiError && err.status === 429 && err.code !== 'rate_limited') {
+      throw new ApiError(
+        err.status,
         err.code,
+        `${err.message.split('\n')[0]}\nThe daily limit resets at 00:00 UTC; \`dryft runs\` shows today's runs.`,
         err.details,
       );
     }
@@ -284,7 +300,14 @@ export function printRunLine(ctx: Context, run: RunView): void {
 export async function runCmd(
   ctx: Context,
   submissionId: string,
-  opts: { mode?: string; tier?: string; dataset?: string; wait?: string; yes?: boolean },
+  opts: {
+    mode?: string;
+    tier?: string;
+    dataset?: string;
+    wait?: string;
+    yes?: boolean;
+    idempotencyKey?: string;
+  },
 ): Promise<number> {
   const { api } = await ctx.api();
   const wait = opts.wait !== undefined ? parseSeconds(opts.wait, '--wait') : undefined;
@@ -297,7 +320,15 @@ export async function runCmd(
   return startAndReport(
     ctx,
     api,
-    { submission, benchmark, mode, tier: td.tier, dataset: td.dataset, yes: opts.yes },
+    {
+      submission,
+      benchmark,
+      mode,
+      tier: td.tier,
+      dataset: td.dataset,
+      yes: opts.yes,
+      idempotencyKey: opts.idempotencyKey,
+    },
     wait,
   );
 }
@@ -377,20 +408,32 @@ export async function runsCmd(
   return EXIT.ok;
 }
 
-function printLogLine(ctx: Context, line: LogLine): void {
+/**
+ * One stored log line for people: every row starts with its stream's mark (`[out]` for what the
+ * submission printed, `[harness]`, `[agent]`, `[system]`), so an engine can never print a line that
+ * passes for the harness's. On a terminal only colour (SGR) is rendered; every other control byte
+ * (cursor moves, erase, titles, BEL) is shown escaped, and a `\r` progress bar shows its last frame.
+ * `--raw` prints the stored bytes as they are; `--json` one JSON object per line.
+ */
+function printLogLine(ctx: Context, line: LogLine, raw = false): void {
   if (ctx.json) {
     ctx.out.ndjson(line);
     return;
   }
-  const prefix = line.stream === 'out' ? '' : ctx.out.paint('gray', `[${line.stream}] `);
-  ctx.out.line(prefix + line.text);
+  const mark = ctx.out.paint('gray', LOG_STREAM_MARK[line.stream]);
+  if (raw) {
+    ctx.out.line(`${mark} ${line.text}`);
+    return;
+  }
+  for (const row of line.text.split('\n'))
+    ctx.out.line(`${mark} ${renderLogText(row, { colour: ctx.out.colour })}`);
 }
 
 /** `dryft logs RUN_ID [--follow] [--after SEQ]` */
 export async function logsCmd(
   ctx: Context,
   runId: string,
-  opts: { follow?: boolean; after?: string },
+  opts: { follow?: boolean; after?: string; raw?: boolean },
 ): Promise<number> {
   const { api, token } = await ctx.api();
   const after = opts.after !== undefined ? Number(opts.after) : 0;
@@ -404,7 +447,7 @@ export async function logsCmd(
           query: { after: cursor, limit: 500 },
         })
         .catch((e) => notFoundHint(e, 'run', runId));
-      for (const line of page.items) printLogLine(ctx, line);
+      for (const line of page.items) printLogLine(ctx, line, opts.raw);
       if (page.items.length === 0 || page.nextAfter <= cursor) break;
       cursor = page.nextAfter;
     }
@@ -426,7 +469,7 @@ export async function logsCmd(
     afterSeq: after,
     pollMs: ctx.pollMs,
     socketFactory: ctx.socketFactory,
-    onLine: (line) => printLogLine(ctx, line),
+    onLine: (line) => printLogLine(ctx, line, opts.raw),
     onNotice: (m) => ctx.out.note(m),
     onStatus: (r) => {
       if (r.status === shownStatus || ctx.json) return;
@@ -483,6 +526,12 @@ export async function resultCmd(
     ctx.out.line(
       `Score: ${ctx.out.paint('bold', scoreText(result.run, result.score))}${formatScoreInterval(result.interval, result.pairs)}${result.run.mode === 'official' ? ' (official)' : result.indicative ? ' (public, indicative: one sample against the cached baseline; never ranked)' : ' (public: feedback only, never ranked)'}`,
     );
+  // Through a calibrated K: the interval with K's folded in (the one above ranks), and what was measured.
+  if (result.score !== null && result.absoluteInterval)
+    ctx.out.line(
+      `  Absolute interval (with K's): ${result.absoluteInterval.low.toFixed(2)}–${result.absoluteInterval.high.toFixed(2)}`,
+    );
+  if (result.score !== null && result.scoring) ctx.out.line(`  ${result.scoring.note}`);
   if (result.detail) {
     ctx.out.line('Detail:');
     for (const l of result.detail.split('\n').slice(0, 40)) ctx.out.line(`  ${l}`);
@@ -521,7 +570,7 @@ export async function resultCmd(
     ctx.out.line('');
     ctx.out.table(
       ['METRIC', 'VALUE'],
-      metrics.map(([k, v]) => [k, String(v)]),
+      metrics.map(([k, v]) => [k, typeof v === 'number' ? formatNumber(v) : String(v)]),
     );
   }
   return exitForRun(result.run);

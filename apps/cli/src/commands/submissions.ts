@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Paginated, RunMode, SubmissionView, UploadResponse } from '@dryft/libs';
 import type { Context } from '../context';
 import { CliError, EXIT } from '../errors';
@@ -29,14 +30,17 @@ async function upload(
     { field: 'file', name, content, type: name.endsWith('.py') ? 'text/x-python' : 'application/gzip' },
   );
   const started = Date.now();
-  // Only a connection that never opened is retried: an upload has no idempotency key, and a retry
-  // after the bytes left could store the submission twice.
+  // One key for this intended upload, kept across every retry: the hub answers a repeat with the
+  // first upload's submission instead of storing it twice. The client itself sends the upload again
+  // after a 429 rate_limited or 503 checker_busy wait (refused before anything was stored); here only
+  // a connection that never opened is retried.
+  const idempotencyKey = randomUUID();
   for (let attempt = 1; ; attempt++) {
     try {
       const res = await api.raw('/api/submissions', {
         method: 'POST',
         body,
-        headers: { 'content-type': contentType },
+        headers: { 'content-type': contentType, 'idempotency-key': idempotencyKey },
         timeoutMs: 120_000,
         onUploadProgress: (sent, total) =>
           ctx.out.progress(
@@ -81,7 +85,15 @@ async function upload(
 export async function submitCmd(
   ctx: Context,
   target: string,
-  opts: { benchmark?: string; tier?: string; dataset?: string; mode?: string; wait?: string; yes?: boolean },
+  opts: {
+    benchmark?: string;
+    tier?: string;
+    dataset?: string;
+    mode?: string;
+    wait?: string;
+    yes?: boolean;
+    uploadOnly?: boolean;
+  },
 ): Promise<number> {
   const kind = await detectKind(target);
   const benchmarkId = (await ctx.benchmarkId(
@@ -118,13 +130,22 @@ export async function submitCmd(
     throw new CliError(
       EXIT.badInput,
       `Submissions to ${benchmark.id} are closed right now${benchmark.announcement ? `: ${benchmark.announcement}` : ''}. Check the announcement for reopening.`,
+      'submissions_closed',
     );
   }
   // A tiered (single-file) submission starts its run at once, so tier and dataset are checked, and
   // an official run confirmed, before anything is uploaded.
   const tiered = Boolean(benchmark.tiers?.length);
+  if (opts.uploadOnly && (opts.mode || opts.wait || opts.yes)) {
+    throw new CliError(
+      EXIT.badInput,
+      '--upload-only starts no run: leave out --mode, --wait and --yes (give them to `dryft run SUBMISSION_ID`).',
+    );
+  }
   let runPlan: { mode: RunMode; tier?: string; dataset?: string } | undefined;
-  if (tiered) {
+  if (tiered && opts.uploadOnly) {
+    if (opts.tier || opts.dataset) checkTierAndDataset(benchmark, opts.tier, opts.dataset);
+  } else if (tiered) {
     const td = checkTierAndDataset(benchmark, opts.tier, opts.dataset);
     runPlan = {
       mode: RunMode.parse(opts.mode ?? (td.ranked ? 'official' : 'public')),

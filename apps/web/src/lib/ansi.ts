@@ -1,6 +1,8 @@
+import { renderLogText, tokenizeLogText } from '@dryft/libs';
+
 /**
  * A small ANSI SGR renderer for run logs: text becomes styled segments (rendered as spans, never
- * as HTML), and every other escape sequence (cursor moves, OSC titles) is dropped.
+ * as HTML); every other escape sequence (cursor moves, OSC titles) is shown as text, never obeyed.
  */
 export interface AnsiStyle {
   fg?: string;
@@ -14,6 +16,8 @@ export interface AnsiStyle {
 export interface AnsiSegment {
   text: string;
   style: AnsiStyle;
+  /** A control byte written out as text (`\x1b`), shown apart from what the program printed. */
+  control?: true;
 }
 
 /** The 16 basic colours, tuned for a light log background. */
@@ -89,43 +93,38 @@ function applySgr(params: number[], style: AnsiStyle): AnsiStyle {
   return s;
 }
 
-// CSI sequences, OSC sequences (ended by BEL or ST), and lone two-character escapes.
-const ESCAPE = /\x1b\[([0-9;:?]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?/g;
-
-/** Splits one line into styled segments. `start` carries the style over from an earlier line. */
+/**
+ * Splits one line into styled segments, by the rules the CLI follows too (libs/src/live/log-text.ts):
+ * a `\r` progress bar shows its last frame, colour (SGR) is rendered, and every other control byte
+ * (cursor moves, erase, OSC titles, BEL, C1, bidirectional overrides) is a `control` segment whose
+ * text is the byte written out (`\x1b`), shown apart and never acted on. `start` carries the style
+ * over from an earlier line.
+ */
 export function parseAnsi(line: string, start: AnsiStyle = {}): { segments: AnsiSegment[]; end: AnsiStyle } {
   const segments: AnsiSegment[] = [];
   let style = start;
-  let last = 0;
-  const push = (text: string) => {
-    if (!text) return;
+  const push = (text: string, control = false) => {
     const prev = segments[segments.length - 1];
-    if (prev && prev.style === style) prev.text += text;
-    else segments.push({ text, style });
+    if (prev && prev.style === style && !prev.control && !control) prev.text += text;
+    else segments.push(control ? { text, style, control: true } : { text, style });
   };
-  if (!line.includes('\x1b')) {
-    push(line.replace(/\r/g, ''));
-    return { segments, end: style };
-  }
-  ESCAPE.lastIndex = 0;
-  for (let m = ESCAPE.exec(line); m; m = ESCAPE.exec(line)) {
-    push(line.slice(last, m.index).replace(/\r/g, ''));
-    last = m.index + m[0].length;
-    if (m[2] === 'm') {
-      const params = (m[1] ?? '')
+  for (const t of tokenizeLogText(line)) {
+    if (t.kind === 'text') push(t.text);
+    else if (t.kind === 'control') push(t.text, true);
+    else {
+      const params = t.params
         .split(/[;:]/)
-        .filter((x) => x !== '' && x !== '?')
+        .filter((x) => x !== '')
         .map((x) => Number(x));
       style = applySgr(params, style);
     }
   }
-  push(line.slice(last).replace(/\r/g, ''));
   return { segments, end: style };
 }
 
-/** Plain text without escape sequences: for search and download. */
+/** Plain text for search and download: colour dropped, other control bytes written out, last frame. */
 export function stripAnsi(line: string): string {
-  return line.includes('\x1b') ? line.replace(ESCAPE, '') : line;
+  return renderLogText(line, { colour: false });
 }
 
 export function styleToCss(style: AnsiStyle): string {

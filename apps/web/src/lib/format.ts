@@ -46,9 +46,21 @@ export function formatScore(score: number | null | undefined, unit = 'points'): 
   return unit === 'accuracy' ? `${score.toFixed(2)}%` : score.toFixed(1);
 }
 
-/** "± 2.1": the half-width of a score's 95 % interval, in score points; '' without one. */
-export function formatHalfWidth(interval: { halfWidth: number } | null | undefined): string {
-  return interval ? `± ${interval.halfWidth.toFixed(1)}` : '';
+/**
+ * "± 2.1": the half-width of a score's 95 % interval, in score points; '' without one. With the
+ * score, an interval that is not symmetric around it is shown as it is: "+9.2 −13.5".
+ */
+export function formatHalfWidth(
+  interval: { halfWidth: number; low?: number; high?: number } | null | undefined,
+  score?: number | null,
+): string {
+  if (!interval) return '';
+  if (typeof score === 'number' && interval.low !== undefined && interval.high !== undefined) {
+    const up = interval.high - score;
+    const down = score - interval.low;
+    if (Math.abs(up - down) >= 0.05) return `+${up.toFixed(1)} −${down.toFixed(1)}`;
+  }
+  return `± ${interval.halfWidth.toFixed(1)}`;
 }
 
 /** "95 % interval 98.5–104.5 · 7 pairs": the secondary text under an official decode score. */
@@ -65,4 +77,25 @@ export function formatInterval(
 export function formatTimestamp(ts: number): string {
   const d = new Date(ts);
   return d.toISOString().slice(11, 23);
+}
+
+/**
+ * A workload's spread as the page shows it: on an official (paired) run the stability check's own
+ * figure (interquartile range ÷ median of the paired time ratios (trusted engine ÷ candidate), the one its limit
+ * applies to), else the spread of the per-sample TPOT ((max − min) ÷ median).
+ */
+export function workloadSpread(w: { spreadPct: number | null; ratioSpreadPct?: number | null }): {
+  text: string;
+  title: string;
+} {
+  if (w.ratioSpreadPct !== null && w.ratioSpreadPct !== undefined)
+    return {
+      text: `${w.ratioSpreadPct.toFixed(1)}%`,
+      title:
+        'Interquartile range ÷ median of the paired time ratios (trusted engine ÷ candidate): the timing-stability check’s figure',
+    };
+  return {
+    text: w.spreadPct === null ? '—' : `${w.spreadPct.toFixed(1)}%`,
+    title: '(max − min) ÷ median of the per-sample TPOT (the stability check applies to official runs only)',
+  };
 }

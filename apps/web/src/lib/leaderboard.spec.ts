@@ -2,7 +2,7 @@ import { leaderboardDiff } from '@dryft/libs';
 import type { LeaderboardEntry, LeaderboardView } from '@dryft/libs';
 import { describe, expect, it } from 'vitest';
 import { formatHalfWidth, formatInterval } from './format';
-import { diffBoards, holderKey, leaderboardDiffStep, movementLabel } from './leaderboard';
+import { diffBoards, holderKey, leaderboardDiffStep, movementIsDrop, movementLabel } from './leaderboard';
 import { leaderboardEntry } from '../../../../libs/test/fixtures';
 
 const entry = (rank: number, slug: string, score: number, runId = `${slug}-${score}`): LeaderboardEntry =>
@@ -24,8 +24,8 @@ describe('diffBoards', () => {
     const before = [entry(1, 'a', 120), entry(2, 'b', 110)];
     const after = [entry(1, 'b', 130), entry(2, 'a', 120), entry(3, 'c', 100)];
     const d = diffBoards(before, after);
-    expect(d.get('team:b')).toEqual({ delta: 1, isNew: false, scoreChanged: true });
-    expect(d.get('team:a')).toEqual({ delta: -1, isNew: false, scoreChanged: false });
+    expect(d.get('team:b')).toEqual({ delta: 1, isNew: false, scoreChanged: true, scoreDelta: 20 });
+    expect(d.get('team:a')).toEqual({ delta: -1, isNew: false, scoreChanged: false, scoreDelta: 0 });
     expect(d.get('team:c')?.isNew).toBe(true);
     expect(movementLabel(d.get('team:b')!)).toBe('▲ 1');
     expect(movementLabel(d.get('team:a')!)).toBe('▼ 1');
@@ -35,6 +35,13 @@ describe('diffBoards', () => {
   it('marks an improved score without a rank change', () => {
     const d = diffBoards([entry(1, 'a', 120)], [entry(1, 'a', 125)]);
     expect(movementLabel(d.get('team:a')!)).toBe('improved');
+    expect(movementIsDrop(d.get('team:a')!)).toBe(false);
+  });
+
+  it('never calls a lower score without a rank change "improved" (a best disqualified, an older one counts)', () => {
+    const d = diffBoards([entry(1, 'a', 125), entry(2, 'b', 100)], [entry(1, 'a', 118), entry(2, 'b', 100)]);
+    expect(movementLabel(d.get('team:a')!)).toBe('lowered');
+    expect(movementIsDrop(d.get('team:a')!)).toBe(true);
   });
 
   it('keys participants by login when the benchmark ranks users', () => {
@@ -47,6 +54,11 @@ describe('score intervals', () => {
     const iv = { low: 98.46, high: 104.54, halfWidth: 3.04, level: 0.95 };
     expect(formatHalfWidth(iv)).toBe('± 3.0');
     expect(formatHalfWidth(null)).toBe('');
+    expect(formatHalfWidth(iv, 101.5)).toBe('± 3.0');
+    // an asymmetric interval beside its score is shown as it is, not as ± its half-width
+    expect(formatHalfWidth({ low: 90.6, high: 113.3, halfWidth: 11.3, level: 0.95 }, 104.1)).toBe(
+      '+9.2 −13.5',
+    );
     expect(formatInterval(iv, 7)).toBe('95 % interval 98.5–104.5 · 7 pairs');
     expect(formatInterval(iv, null)).toBe('95 % interval 98.5–104.5');
     expect(formatInterval(null, 7)).toBe('');

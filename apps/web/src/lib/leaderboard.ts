@@ -6,6 +6,8 @@ export interface Movement {
   delta: number;
   isNew: boolean;
   scoreChanged: boolean;
+  /** New score minus old (0 when unchanged or new): higher is better on every board. */
+  scoreDelta: number;
 }
 
 /** One holder per row: a team by slug, a participant by login, else the display name. */
@@ -24,19 +26,34 @@ export function diffBoards(
   for (const e of next) {
     const key = holderKey(e);
     const old = before.get(key);
-    if (!old) out.set(key, { delta: 0, isNew: true, scoreChanged: true });
+    if (!old) out.set(key, { delta: 0, isNew: true, scoreChanged: true, scoreDelta: 0 });
     else if (old.rank !== e.rank || old.score !== e.score || old.runId !== e.runId) {
-      out.set(key, { delta: old.rank - e.rank, isNew: false, scoreChanged: old.score !== e.score });
+      out.set(key, {
+        delta: old.rank - e.rank,
+        isNew: false,
+        scoreChanged: old.score !== e.score,
+        scoreDelta: e.score - old.score,
+      });
     }
   }
   return out;
 }
 
+/**
+ * The badge beside a row: places moved, else whether the score went up ("improved") or down
+ * ("lowered": its best was disqualified or invalidated and an earlier result counts now).
+ */
 export function movementLabel(m: Movement): string {
   if (m.isNew) return 'new';
   if (m.delta > 0) return `▲ ${m.delta}`;
   if (m.delta < 0) return `▼ ${-m.delta}`;
-  return m.scoreChanged ? 'improved' : '';
+  if (!m.scoreChanged) return '';
+  return m.scoreDelta < 0 ? 'lowered' : 'improved';
+}
+
+/** Whether the movement is bad news for the holder (a lower place or a lower score). */
+export function movementIsDrop(m: Movement): boolean {
+  return m.delta < 0 || (m.delta === 0 && m.scoreDelta < 0);
 }
 
 /** What a `leaderboard.diff` does to the board a page holds. */

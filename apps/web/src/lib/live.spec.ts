@@ -6,14 +6,24 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLiveSocket, keepConnected, reconnectDelay } from './live';
 
 /** A real socket.io server on loopback with a `/live` namespace that counts connections. */
-async function liveServer(opts: { refuseFirst?: boolean } = {}) {
+async function liveServer(opts: { refuseFirst?: boolean; rateLimitFirstSeconds?: number } = {}) {
   const http: HttpServer = createServer();
   const server = new Server(http);
   let connections = 0;
   let handshakes = 0;
+  const handshakeTimes: number[] = [];
   const nsp = server.of('/live');
   nsp.use((_socket, next) => {
     handshakes++;
+    handshakeTimes.push(Date.now());
+    if (opts.rateLimitFirstSeconds && handshakes === 1) {
+      // What the hub's handshake answers past RATE_LIMIT_SOCKET.
+      const refusal = new Error('Too many connection attempts to /live from this address.') as Error & {
+        data?: unknown;
+      };
+      refusal.data = { code: 'rate_limited', details: { retryAfterSeconds: opts.rateLimitFirstSeconds } };
+      return next(refusal);
+    }
     if (opts.refuseFirst && handshakes === 1) return next(new Error('Authentication failed.'));
     next();
   });
@@ -24,6 +34,7 @@ async function liveServer(opts: { refuseFirst?: boolean } = {}) {
     get connections() {
       return connections;
     },
+    handshakeTimes,
     kick: () => nsp.disconnectSockets(true),
     close: () =>
       new Promise<void>((r) => {
@@ -82,6 +93,17 @@ describe('live socket', () => {
     s.disconnect();
     await new Promise((r) => setTimeout(r, 300));
     expect(s.connected).toBe(false);
+  });
+
+  it('a handshake refused as rate limited is tried again after its Retry-After, not the backoff', async () => {
+    const hub = await liveServer({ rateLimitFirstSeconds: 1 });
+    cleanups.push(hub.close);
+    const s = io(hub.url, { transports: ['websocket'] });
+    const stop = keepConnected(s, () => 50);
+    cleanups.push(() => (stop(), s.close()));
+    await until('connected after the wait', () => s.connected && hub.connections === 1, 5_000);
+    expect(hub.handshakeTimes).toHaveLength(2);
+    expect(hub.handshakeTimes[1] - hub.handshakeTimes[0]).toBeGreaterThanOrEqual(950);
   });
 
   it('backs off from about 125 ms up to 5 s with jitter', () => {

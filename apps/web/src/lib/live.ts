@@ -34,18 +34,25 @@ export function reconnectDelay(attempt: number, random: () => number = Math.rand
 export function keepConnected(s: Socket, delay: (attempt: number) => number = reconnectDelay): () => void {
   let attempt = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const retry = () => {
+  const retry = (atLeastMs = 0) => {
     if (timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!s.connected) s.connect();
-    }, delay(attempt++));
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        if (!s.connected) s.connect();
+      },
+      Math.max(delay(attempt++), atLeastMs),
+    );
   };
   const onDisconnect = (reason: string) => {
     if (reason === 'io server disconnect') retry();
   };
-  const onConnectError = () => {
-    if (!s.active) retry();
+  // A handshake refused as rate limited is tried again after the wait it was given.
+  const onConnectError = (
+    err?: Error & { data?: { code?: string; details?: { retryAfterSeconds?: number } } },
+  ) => {
+    const wait = err?.data?.code === 'rate_limited' ? (err.data.details?.retryAfterSeconds ?? 0) * 1000 : 0;
+    if (!s.active) retry(wait);
   };
   const onConnect = () => {
     attempt = 0;

@@ -13,7 +13,7 @@ const sample = (workload: string, index: number, ttftMs: number, warmup = false)
   tokens: 32,
 });
 
-const run = (status: RunView['status']): RunView => ({
+const run = (status: RunView['status'], revision = 0, deadlineAt: string | null = null): RunView => ({
   id: 'r1',
   submissionId: 's1',
   submissionName: 'x #1',
@@ -37,8 +37,11 @@ const run = (status: RunView['status']): RunView => ({
   assignedAt: null,
   startedAt: null,
   finishedAt: null,
-  deadlineAt: null,
+  deadlineAt,
   lastLogSeq: 0,
+  revision,
+  quotaRefunded: false,
+  waiting: null,
 });
 
 describe('RunState', () => {
@@ -48,6 +51,18 @@ describe('RunState', () => {
     expect(s.addSample(sample('b1', 0, 5))).toBe(false);
     expect(s.addSample(sample('b1', 0, 9, true))).toBe(true);
     expect(s.samples).toHaveLength(2);
+  });
+
+  it('keeps the newest snapshot by revision whatever order they arrive in', () => {
+    // A REST read from before the organizer's new limit, answered after its live status.
+    const s = new RunState();
+    expect(s.setRun(run('running', 3, '2026-12-02T01:05:00.000Z'))).toBe(true);
+    expect(s.setRun(run('running', 5, '2026-12-02T01:02:00.000Z'))).toBe(true);
+    expect(s.setRun(run('running', 4, '2026-12-02T01:05:00.000Z'))).toBe(false);
+    expect(s.run?.deadlineAt).toBe('2026-12-02T01:02:00.000Z');
+    // Equal revision: a view built from the row its builder just changed; it is taken.
+    expect(s.setRun(run('succeeded', 5))).toBe(true);
+    expect(s.run?.status).toBe('succeeded');
   });
 
   it('never goes back from a terminal status to an earlier one', () => {

@@ -16,8 +16,10 @@ export class RunState {
   private metricKeys = new Set<string>();
 
   setRun(run: RunView): boolean {
-    // Ignore an older snapshot arriving after a newer one (terminal states never go back).
+    // Ignore an older snapshot arriving after a newer one: a lower revision of the row is older
+    // (equal may carry the change its builder made), and terminal states never go back.
     if (this.run && this.run.id === run.id) {
+      if ((run.revision ?? 0) < (this.run.revision ?? 0)) return false;
       const wasTerminal = TERMINAL_STATUSES.includes(this.run.status);
       const isTerminal = TERMINAL_STATUSES.includes(run.status);
       if (wasTerminal && !isTerminal) return false;

@@ -1,7 +1,13 @@
 import { writeTar } from '@dryft/libs';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { gunzipLimited, validateArchiveBytes, validateSingleFileBytes } from './validate';
+import {
+  asSubmissionPy,
+  gunzipLimited,
+  renamedSubmissionPy,
+  validateArchiveBytes,
+  validateSingleFileBytes,
+} from './validate';
 
 const enc = new TextEncoder();
 const tgz = (files: Record<string, string | Uint8Array>) =>
@@ -84,5 +90,17 @@ describe('single-file validation', () => {
     expect(failed(validateSingleFileBytes('submission.py', new Uint8Array(300 * 1024).fill(32)))).toEqual([
       'size',
     ]);
+  });
+});
+
+describe('a submission.py the browser renamed', () => {
+  it('is recognised, and offered under the required name with the same bytes', async () => {
+    for (const name of ['submission (1).py', 'submission(2).py', 'submission-3.py', 'Submission (12).py'])
+      expect(renamedSubmissionPy(name), name).toBe(true);
+    for (const name of ['submission.py', 'my_submission.py', 'submission (1).tar.gz', 'engine.py'])
+      expect(renamedSubmissionPy(name), name).toBe(false);
+    const renamed = asSubmissionPy(new File(['SUBMISSION = Submission(a, b)\n'], 'submission (1).py'));
+    expect(renamed.name).toBe('submission.py');
+    expect(await renamed.text()).toBe('SUBMISSION = Submission(a, b)\n');
   });
 });

@@ -91,3 +91,19 @@ export async function validateUpload(kind: 'archive' | 'file', file: File): Prom
   const data = new Uint8Array(await file.arrayBuffer());
   return kind === 'archive' ? validateArchiveBytes(data) : validateSingleFileBytes(file.name, data);
 }
+
+/**
+ * A submission.py the browser renamed on download ("submission (1).py", "submission-2.py",
+ * "submission(3).py"): the page offers to upload it as submission.py instead of only refusing it.
+ */
+export function renamedSubmissionPy(name: string): boolean {
+  return name !== 'submission.py' && /^submission\s*(?:\(\d+\)|[-_ ]\d+)\.py$/i.test(name);
+}
+
+/** The same bytes under the name the rules require. */
+export function asSubmissionPy(file: File): File {
+  return new File([file], 'submission.py', {
+    type: file.type || 'text/x-python',
+    lastModified: file.lastModified,
+  });
+}

@@ -1,0 +1,33 @@
+// Following a run as the web and `dryft logs --follow` do: the product's LogFollower (apps/cli, over
+// libs' exactly-once RunFollower) on the /live socket, with the REST log filling gaps and the end.
+import { LogFollower } from '../../apps/cli/dist/live.js';
+
+/**
+ * Follows RUNID until it is finished and every stored line has arrived. `seen` counts what reached
+ * the /live watcher while the run went on (log lines that came over the socket, sample events);
+ * `done` resolves with the finished run and its whole log, as `[stream] text` lines.
+ */
+export function watch(participant, runId, { onSample } = {}) {
+  const seen = { logs: 0, samples: 0, firstSampleAt: null, finishedAt: null, status: null };
+  const logs = [];
+  const follower = new LogFollower({
+    api: participant.api,
+    token: participant.token,
+    runId,
+    pollMs: 500,
+    onLine: (l) => logs.push(`[${l.stream}] ${l.text}`),
+    onSample: (s) => {
+      seen.samples += 1;
+      seen.firstSampleAt ??= Date.now();
+      onSample?.(s);
+    },
+  });
+  const done = follower.run().then((run) => {
+    // Only the lines that reached the watcher over /live count (not those read over REST).
+    seen.logs = follower.stats.socketLines;
+    seen.finishedAt = Date.now();
+    seen.status = run.status;
+    return { run, logs };
+  });
+  return { seen, done };
+}
