@@ -87,7 +87,11 @@ describe('GitHub calls under GitHub rate limits', () => {
   });
 
   it('gives up at once when the limit resets later than the hub waits, saying when', async () => {
-    const reset = nowSeconds() + 3600;
+    // A reset at hh:mm:59: the wait the throttling plugin hands over is rounded up, so "now + wait"
+    // named the next minute (CI saw 11:31:00 for a reset at 11:30:59); the message must name the
+    // reset GitHub sent.
+    const inAnHour = nowSeconds() + 3600;
+    const reset = inAnHour - (inAnHour % 60) + 59;
     standin.app.limitNext = [
       {
         status: 403,
@@ -102,7 +106,7 @@ describe('GitHub calls under GitHub rate limits', () => {
     expect(result).toBeInstanceOf(GithubUnreachable);
     const message = (result as Error).message;
     expect(message).toMatch(/rate limit/);
-    expect(message).toContain(new Date(reset * 1000).toISOString().slice(11, 16));
+    expect(message).toContain(`until ${new Date(reset * 1000).toISOString().slice(11, 19)} UTC`);
     expect(message).toMatch(/redeliver the delivery or use Run now/);
   });
 

@@ -263,7 +263,14 @@ export class GithubClient {
       const headers = e.response?.headers ?? {};
       if (gaveUp || ((status === 403 || status === 429) && SECONDARY.test(e.message ?? ''))) {
         const after = gaveUp?.retryAfterSeconds ?? Number(headers['retry-after'] ?? 60);
-        const at = new Date(Date.now() + after * 1000).toISOString().slice(11, 19);
+        // A primary limit names its own reset instant: say that one, not now + the plugin's wait
+        // (rounded up by a second or so, which can name the next minute).
+        const resetHeader = Number(headers['x-ratelimit-reset']);
+        const until =
+          gaveUp?.kind === 'primary' && Number.isFinite(resetHeader) && resetHeader > 0
+            ? resetHeader * 1000
+            : Date.now() + after * 1000;
+        const at = new Date(until).toISOString().slice(11, 19);
         const cause =
           gaveUp?.kind === 'primary'
             ? `GitHub's API rate limit for this app is spent until ${at} UTC (x-ratelimit-reset)`
