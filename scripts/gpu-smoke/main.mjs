@@ -191,7 +191,10 @@ export async function main({ root, opts, gpu, started }) {
     benchDir,
     benchId,
     gpu,
+    op,
+    calibrated: false,
     fastResult: null,
+    fastRuns: [],
   };
   try {
     const ids = {};

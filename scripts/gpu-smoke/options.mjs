@@ -10,7 +10,7 @@ export const USAGE = `gpu-smoke: an operator's end-to-end check of a GPU box bef
   --out DIR        where gpu-smoke.log, runs.log, the table and the hub's and agent's logs go
   --keep           keep the data folder afterwards
   --budget-s N     start no new run past N seconds (a machine lent for a fixed time)
-  --only STEPS     just these steps, in this order (comma-separated): starter-public,starter-official,fast,perturbed,view,cancel
+  --only STEPS     just these steps, in this order (comma-separated): starter-public,starter-official,calibrate,fast,fast-again,perturbed,view,cancel
   --cpu-rehearsal  drive the loop on toy-decode with a CPU slot
   --help           this text
 

@@ -2,6 +2,7 @@
 // cancel, the GPU memory given back.
 import { computeApps, gpus } from './gpus.mjs';
 import { watch } from './follow.mjs';
+import { calibrate, repeatability } from './calibration.mjs';
 
 export class OutOfTime extends Error {}
 
@@ -117,14 +118,25 @@ export function steps(ctx, ids) {
   return {
     'starter-public': () => run('starter', ids.starter, 'public', 'succeeded'),
     'starter-official': () => run('starter', ids.starter, 'official', 'succeeded'),
+    // K for this box (the baseline against the trusted reference engine), so that the fast
+    // example's official runs below pair with the steady reference instead of the eager baseline.
+    calibrate: async () => {
+      ctx.calibrated = await calibrate(ctx);
+    },
     fast: async () => {
       ctx.fastResult = await run('fast example', ids.fast, 'official', 'succeeded');
+      ctx.fastRuns.push(ctx.fastResult);
       if (ctx.fastResult.run.status === 'succeeded')
         report.record(
           'fast example beats the baseline',
           (ctx.fastResult.run.score ?? 0) > 100,
           `score ${ctx.fastResult.run.score}`,
         );
+    },
+    // The same engine official again: against a calibrated reference the two must agree.
+    'fast-again': async () => {
+      ctx.fastRuns.push(await run('fast example, again', ids.fast, 'official', 'succeeded'));
+      if (ctx.calibrated) repeatability(report, ctx.fastRuns, rehearsal);
     },
     perturbed: async () => {
       const p = await run('perturbed logits', ids.perturbed, 'public', 'failed', 'incorrect_output');
