@@ -13,7 +13,7 @@
 // packed beside them under OUTDIR/node_modules: node-pty (native) and the embedded Postgres
 // binaries (resolved at run time). Optional drivers Nest and TypeORM load only when configured are
 // marked external and never loaded.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -31,8 +31,6 @@ const optional = [
   // Nest
   '@nestjs/microservices',
   '@nestjs/microservices/microservices-module',
-  '@nestjs/websockets/socket-module',
-  '@nestjs/platform-socket.io',
   '@fastify/static',
   '@nestjs/platform-fastify',
   'class-validator',
@@ -61,6 +59,22 @@ const optional = [
   'bufferutil',
   'utf-8-validate',
 ];
+
+// A package the API depends on is loaded at run time, never optional: marking one external left it
+// out of the pack (the gateways' @nestjs/platform-socket.io once did: the packed API could not start).
+const packageOf = (spec) =>
+  spec
+    .split('/')
+    .slice(0, spec.startsWith('@') ? 2 : 1)
+    .join('/');
+const apiDeps = JSON.parse(readFileSync(path.join(root, 'apps', 'api', 'package.json'), 'utf8')).dependencies;
+const declared = optional.filter((spec) => packageOf(spec) in apiDeps);
+if (declared.length) {
+  console.error(
+    `bundle-gpu-smoke: ${declared.join(', ')}: dependencies of the API, not optional; bundle them`,
+  );
+  process.exit(1);
+}
 
 async function bundle(name, entry, external, file = 'main.cjs') {
   if (!existsSync(entry)) {
