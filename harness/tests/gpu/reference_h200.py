@@ -61,10 +61,16 @@ def run(name, sp, submission):
                           "--mode", sp["mode"], "--spec", path, "--events-fd", str(w)], cwd=REPO, pass_fds=(w,),
                          env=dict(os.environ, PYTHONPATH=f"{REPO}/harness"))
     os.close(w)
-    raw = os.fdopen(r).read()
+    # Written as they come, so a call cut short by its time limit still shows how far the run got.
+    lines = []
+    with os.fdopen(r) as src, open(f"{OUT}/{name}.events.jsonl", "w") as sink:
+        for line in src:
+            lines.append(line)
+            sink.write(line)
+            sink.flush()
+    raw = "".join(lines)
     p.wait()
     wall = time.time() - t
-    open(f"{OUT}/{name}.events.jsonl", "w").write(raw)
     events = [json.loads(x) for x in raw.splitlines()]
     res = events[-1]
     timed = sum(e["totalMs"] for e in events if e["type"] == "sample" and not e["warmup"]) / 1000

@@ -12,6 +12,10 @@ Why each piece:
 - q/k/v and gate/up are each one matmul (fused weights): fewer, larger kernels.
 - The next step's graph is launched before the previous step's ids are copied to the host and
   yielded, so the GPU is never idle waiting on Python.
+- The prefill is a graph too (one per batch and prompt length, captured on first use): run eagerly
+  it is ~600 launches from Python (35-49 ms at batch 1 on the H200 VM), which follow the machine's
+  CPU from one sample to the next; a reference that official runs pair every candidate with must
+  not carry that noise (harness/GPU_RESULTS.md).
 Exactness: same arithmetic as the reference (BF16 weights, float32 RMSNorm and softmax, greedy
 argmax); results differ from the baseline only by BF16 rounding order, which the harness's
 teacher-forced check accepts within its logit tolerance.
@@ -68,6 +72,7 @@ class _State:
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)
         self.slots = torch.arange(S, device=dev)
         self.graph = None
+        self.prefills = {}  # prompt length -> (graph, static ids [B, L], static positions [L])
 
 
 class Engine:
@@ -164,6 +169,26 @@ class Engine:
         st.tok.copy_(saved_tok)
         st.pos.copy_(saved_pos)  # slots the warm-up wrote are rewritten before they are read
 
+    def _prefill(self, st, ids, pos):
+        logits = self._forward(st, ids, pos)
+        st.tok.copy_(logits.argmax(-1))
+
+    def _capture_prefill(self, st, B, L):
+        ids = torch.zeros((B, L), dtype=torch.long, device=self.device)
+        pos = torch.arange(L, device=self.device)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # warm-up outside the graph (allocator, cuBLAS handles)
+                self._prefill(st, ids, pos)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._prefill(st, ids, pos)
+        # the cache slots the warm-ups wrote are the prompt's, rewritten by every replay
+        st.prefills[L] = (graph, ids, pos)
+        return st.prefills[L]
+
     @torch.inference_mode()
     def generate(self, input_ids, max_new_tokens):
         B, L = len(input_ids), len(input_ids[0])
@@ -175,8 +200,12 @@ class Engine:
         if st is None:
             st = self.states[(B, S)] = _State(self, B, S)
         ids = torch.tensor(input_ids, dtype=torch.long, device=self.device)
-        logits = self._forward(st, ids, torch.arange(L, device=self.device))
-        st.tok.copy_(logits.argmax(-1))
+        if self.device == "cuda":
+            graph, static_ids, _ = st.prefills.get(L) or self._capture_prefill(st, B, L)
+            static_ids.copy_(ids)
+            graph.replay()
+        else:
+            self._prefill(st, ids, torch.arange(L, device=self.device))
         st.pos.fill_(L)
         first = st.tok.tolist()
         if self.device != "cuda":
