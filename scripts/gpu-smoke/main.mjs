@@ -104,8 +104,11 @@ export async function main({ root, opts, gpu, started }) {
     }
     return false;
   }
+  // A FAIL row each, so the table never ends "all checks passed" for a hub that did not come up.
   if (!(await waitHealthy())) {
-    say(
+    report.record(
+      'hub up',
+      false,
       `the API did not become healthy; its log: ${api.logFile}\n${readFileSync(api.logFile, 'utf8').slice(-3000)}`,
     );
     await finish(1);
@@ -121,7 +124,7 @@ export async function main({ root, opts, gpu, started }) {
     writeFileSync(path.join(dataDir, 'agent.token'), `${created.token}\n`, { mode: 0o600 });
     participant = new Participant(url, await op.teamToken('gpu smoke', 'gpu-smoke'));
   } catch (err) {
-    say(`setting up the hub failed: ${err.message}`);
+    report.record('hub set up (organizer, agent token, team)', false, err.message);
     await finish(1);
   }
 
