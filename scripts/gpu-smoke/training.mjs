@@ -123,15 +123,16 @@ function liveLine(seen) {
 }
 
 /**
- * GPU memory back to BEFORE after a run (a PASS/FAIL check), or on the CPU a line saying it was not
- * checked. Returns the text for the run's row.
+ * GPU memory after a run against BEFORE: { freed, line } (freed null on the CPU, where it is not
+ * checked, which the line says).
  */
-async function memoryAfter(ctx, label, before) {
-  if (ctx.rehearsal) return 'memory: not checked (CPU)';
+async function memoryAfter(ctx, before) {
+  if (ctx.rehearsal) return { freed: null, line: 'memory: not checked (CPU)' };
   const after = await waitMemoryBack(before);
-  const line = `GPU memory ${usedMiB(before)} before, ${usedMiB(after.now)} after; compute apps after: ${after.apps || 'none'}`;
-  ctx.report.record(`${label}: GPU memory back after`, after.freed, line);
-  return line;
+  return {
+    freed: after.freed,
+    line: `GPU memory ${usedMiB(before)} before, ${usedMiB(after.now)} after; compute apps after: ${after.apps || 'none'}`,
+  };
 }
 
 /**
@@ -165,7 +166,7 @@ export async function trainingScenario(
   const got = `${run.status}${run.failureCode ? ` ${run.failureCode}` : ''}`;
   const ok = run.status === expect && (!failureCode || run.failureCode === failureCode);
   const stored = (result.curve ?? []).filter((p) => p.name === 'loss').length;
-  const memLine = await memoryAfter(ctx, label, before);
+  const mem = await memoryAfter(ctx, before);
   report.row({
     label,
     mode: `${tier}${dataset ? `/${dataset}` : ''} ${mode}`,
@@ -178,7 +179,7 @@ export async function trainingScenario(
       figures(result, { stored }),
       run.status === 'succeeded' ? '' : (run.message ?? '').slice(0, 200),
       run.runtimeMismatch?.length ? `runtime differs from the pins: ${run.runtimeMismatch.join('; ')}` : '',
-      memLine,
+      mem.line,
     ]
       .filter(Boolean)
       .join('; '),
@@ -189,6 +190,7 @@ export async function trainingScenario(
     ok,
     `${got} in ${secs.toFixed(1)} s${run.message ? `; message: ${run.message.slice(0, 400)}` : ''}`,
   );
+  if (mem.freed !== null) report.record(`${label}: GPU memory back after`, mem.freed, mem.line);
   if (expect === 'succeeded' && run.status === 'succeeded') {
     const m = result.metrics ?? {};
     const factor = aboveChance(rehearsal);
