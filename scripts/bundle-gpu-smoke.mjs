@@ -28,7 +28,8 @@ if (!process.argv[2]) {
 // Required only when a feature that the hub does not use is configured (other databases, other
 // transports, class-validator pipes, Redis clients other than `redis`): never loaded at run time.
 const optional = [
-  // Nest
+  // Nest (not its websockets: the hub's /live and agent sockets are Nest gateways, so
+  // @nestjs/websockets/socket-module and @nestjs/platform-socket.io are loaded at start and bundled)
   '@nestjs/microservices',
   '@nestjs/microservices/microservices-module',
   '@fastify/static',

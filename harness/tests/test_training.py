@@ -26,6 +26,12 @@ pytest.importorskip("torch")
 
 HARNESS = Path(__file__).resolve().parents[1]
 REPO = HARNESS.parent
+
+
+def torch_cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 CORPUS = Path(__file__).resolve().parent / "training_corpus"
 SAMPLE = REPO / "starters" / "deep-recurrence" / "submission.py"
 
@@ -171,6 +177,20 @@ def test_training_spec_refused_clearly(tmp_path):
     spec["task"]["recurrences"] = [{"kind": "cubic_nonsense", "params": {}}]
     events, _, _ = run_harness(tmp_path, SAMPLE.read_text(), spec)
     assert events[-1]["failureCode"] == "harness_error" and "recurrences[0].kind" in events[-1]["message"]
+
+
+@pytest.mark.skipif(torch_cuda_available(), reason="needs a machine where CUDA cannot start")
+def test_training_process_that_fails_before_ready_says_why(tmp_path):
+    """A training process that cannot start (here: device cuda where CUDA is unavailable, as a GPU box
+    whose jail hides a device node would be) is the harness's failure, and its result says what the
+    process reported instead of only "unexpected first message"."""
+    events, proc, _ = run_harness(tmp_path, SAMPLE.read_text(), base_spec(device="cuda"))
+    result = events[-1]
+    assert result["status"] == "failed" and result["failureCode"] == "harness_error", result
+    assert result["message"].startswith("the training process failed while starting: "), result["message"]
+    assert "unexpected first message" not in result["message"]
+    assert "cuda" in result["message"].lower(), result["message"]
+    assert result["score"] is None
 
 
 def test_training_tasks_follow_their_recurrences():

@@ -27,3 +27,26 @@ export function computeApps() {
     encoding: 'utf8',
   }).stdout.trim();
 }
+
+/** Whether every GPU uses at most what it did BEFORE (+512 MiB of the driver's own noise). */
+export function memoryBack(before, now) {
+  return now.every((g, k) => g.usedMiB <= (before[k]?.usedMiB ?? 0) + 512);
+}
+
+/**
+ * Polls nvidia-smi every 500 ms, at most TRIES times, until the GPUs' memory is back to BEFORE's
+ * and no compute process is left; what it saw last: { now, apps, freed }.
+ */
+export async function waitMemoryBack(before, tries = 60) {
+  let seen;
+  for (let i = 0; i < tries; i++) {
+    seen = { now: gpus().list, apps: computeApps() };
+    seen.freed = memoryBack(before, seen.now) && !seen.apps;
+    if (seen.freed) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return seen;
+}
+
+/** "0/0 MiB": each GPU's used memory. */
+export const usedMiB = (list) => `${list.map((g) => g.usedMiB).join('/')} MiB`;

@@ -8,6 +8,7 @@ import {
   CreatedAgentView,
   CreatedTokenView,
   CreateRunResponse,
+  LeaderboardView,
   MeView,
   RunResultView,
   TeamDetail,
@@ -94,11 +95,31 @@ export class Participant {
     return this.api.parse(UploadResponse, res).submission.id;
   }
 
-  /** Starts a run of the submission (an official one confirmed); the run's id. */
-  async startRun(submissionId, mode) {
+  /** Submits CONTENT as the single file NAME (a training benchmark's submission.py); the submission's id. */
+  async uploadFile(benchId, name, content, label = name) {
+    const { body, contentType } = multipart(
+      { benchmark: benchId },
+      { field: 'file', name, content, type: 'text/x-python' },
+    );
+    const res = await this.api.raw('/api/submissions', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': contentType },
+      timeoutMs: TIMEOUT_MS,
+    });
+    if (res.status !== 201)
+      throw new Error(`upload ${label}: ${res.status} ${res.body.toString('utf8').slice(0, 800)}`);
+    return this.api.parse(UploadResponse, res).submission.id;
+  }
+
+  /**
+   * Starts a run of the submission (an official one confirmed); the run's id. CHOICE: a training
+   * benchmark's tier and practice dataset ({ tier, dataset }).
+   */
+  async startRun(submissionId, mode, choice = {}) {
     const res = await this.api.raw(`/api/submissions/${submissionId}/runs`, {
       method: 'POST',
-      json: mode === 'official' ? { mode, confirm: true } : { mode },
+      json: { ...(mode === 'official' ? { mode, confirm: true } : { mode }), ...choice },
       timeoutMs: TIMEOUT_MS,
     });
     if (res.status !== 201)
@@ -121,5 +142,12 @@ export class Participant {
     });
     if (res.status < 300) this.api.parse(CancelRunResponse, res);
     return res.status;
+  }
+
+  /** The benchmark's live leaderboard (`GET /api/leaderboards/:id`). */
+  leaderboard(benchId) {
+    return this.api.call(LeaderboardView, `/api/leaderboards/${encodeURIComponent(benchId)}`, {
+      timeoutMs: TIMEOUT_MS,
+    });
   }
 }

@@ -9,14 +9,16 @@ import { inProcessCost, measuredCost } from './harness-cost.mjs';
 import { OrganizerSession, Participant } from './hub.mjs';
 import { freePort, Processes } from './processes.mjs';
 import { Report } from './report.mjs';
+import { DECODE_STEPS, TRAINING_STEPS } from './options.mjs';
 import { OutOfTime, steps } from './scenarios.mjs';
+import { trainingSteps, trainingSubmissions, writeTrainingBenchmark } from './training.mjs';
 
 const OPERATOR = 'gpu-smoke-operator';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** @param {{ root: string, opts: ReturnType<import('./options.mjs').parseOptions>, gpu: {list: object[]}, started: number }} a */
 export async function main({ root, opts, gpu, started }) {
-  const { rehearsal, full } = opts;
+  const { rehearsal, full, training } = opts;
   const outDir = opts.out ? path.resolve(opts.out) : null;
   if (outDir) mkdirSync(outDir, { recursive: true });
   const report = new Report({ outDir, started });
@@ -45,8 +47,10 @@ export async function main({ root, opts, gpu, started }) {
 
   // ---- The benchmark and the checkpoint ---------------------------------------------------------
   const benchDir = path.join(dataDir, 'benchmarks');
-  const benchId = writeBenchmark({ root, benchDir, rehearsal, full, gpu });
-  const modelDir = rehearsal ? null : prepareCheckpoint({ root, python, model: opts.model, say });
+  // The training pass needs no checkpoint: the evaluator generates its sequences.
+  const trainingBench = training ? writeTrainingBenchmark({ root, benchDir, rehearsal, gpu }) : null;
+  const benchId = trainingBench?.benchId ?? writeBenchmark({ root, benchDir, rehearsal, full, gpu });
+  const modelDir = rehearsal || training ? null : prepareCheckpoint({ root, python, model: opts.model, say });
 
   // ---- Hub and agent ----------------------------------------------------------------------------
   const procs = new Processes({ root, logDir: outDir ?? dataDir });
@@ -68,7 +72,16 @@ export async function main({ root, opts, gpu, started }) {
     ADMIN_LOGINS: OPERATOR,
     ...(process.env.GPU_SMOKE_DATABASE_URL ? { DATABASE_URL: process.env.GPU_SMOKE_DATABASE_URL } : {}),
   });
-  const title = `gpu-smoke ${rehearsal ? '(CPU rehearsal, toy-decode)' : full ? '(FULL definition)' : '(SMOKE PROFILE)'}: ${benchId} on ${gpu.list.map((g) => g.name).join(', ') || 'CPU'}${gpu.list[0] ? `, driver ${gpu.list[0].driver}` : ''}`;
+  const profile = training
+    ? rehearsal
+      ? '(training, CPU rehearsal: recurrence-cpu tasks, GPU memory and device OOM not checked)'
+      : '(training SMOKE PROFILE)'
+    : rehearsal
+      ? '(CPU rehearsal, toy-decode)'
+      : full
+        ? '(FULL definition)'
+        : '(SMOKE PROFILE)';
+  const title = `gpu-smoke ${profile}: ${benchId} on ${gpu.list.map((g) => g.name).join(', ') || 'CPU'}${gpu.list[0] ? `, driver ${gpu.list[0].driver}` : ''}`;
   async function finish(code) {
     await procs.stopAll();
     report.printTable(title);
@@ -91,6 +104,7 @@ export async function main({ root, opts, gpu, started }) {
     }
     return false;
   }
+  // A FAIL row each, so the table never ends "all checks passed" for a hub that did not come up.
   if (!(await waitHealthy())) {
     report.record(
       'hub up',
@@ -175,7 +189,45 @@ export async function main({ root, opts, gpu, started }) {
         .join(', ') || 'none',
     );
   if (Object.keys(caps.cannotRun ?? {}).length)
-    report.record('agent can run decode', false, JSON.stringify(caps.cannotRun));
+    report.record(`agent can run ${training ? 'training' : 'decode'}`, false, JSON.stringify(caps.cannotRun));
+  if (training) return runTraining();
+
+  // ---- Training: submission.py files and their runs ----------------------------------------------
+  async function runTraining() {
+    const ctx = {
+      root,
+      report,
+      participant,
+      rehearsal,
+      started,
+      budgetS: opts.budgetS,
+      benchId,
+      training: { ...trainingBench, afterOom: false },
+    };
+    try {
+      const files = trainingSubmissions({ root, rehearsal });
+      const ids = {};
+      for (const [name, content] of Object.entries(files))
+        ids[name] = await participant.uploadFile(benchId, 'submission.py', content, name);
+      say('uploaded: the sample submission.py, the offload cheat, the out-of-memory submission');
+      const all = trainingSteps(ctx, ids);
+      // The default order is the list --only is checked against (options.mjs), so the two cannot drift.
+      for (const step of opts.only ?? TRAINING_STEPS) {
+        if (!all[step])
+          throw new Error(`--only: unknown step ${step} (one of ${Object.keys(all).join(', ')})`);
+        await all[step]();
+      }
+      if (ctx.training.afterOom)
+        report.record(
+          'slot usable after the out-of-memory run',
+          'info',
+          'not checked: no run that should succeed came after it',
+        );
+    } catch (err) {
+      report.record('the loop', false, err instanceof OutOfTime ? err.message : (err.stack ?? String(err)));
+    }
+    await finish(report.failed ? 1 : 0);
+  }
 
   // ---- Submissions and runs ---------------------------------------------------------------------
   const { fastDir, files } = submissions({ root, rehearsal });
@@ -204,7 +256,7 @@ export async function main({ root, opts, gpu, started }) {
       ids[name] = await participant.upload(benchId, name, files[name]);
     say('uploaded: the unchanged starter, the fast example, the perturbed-logit engine');
     const all = steps(ctx, ids);
-    for (const step of opts.only ?? Object.keys(all)) {
+    for (const step of opts.only ?? DECODE_STEPS) {
       if (!all[step]) throw new Error(`--only: unknown step ${step} (one of ${Object.keys(all).join(', ')})`);
       await all[step]();
     }

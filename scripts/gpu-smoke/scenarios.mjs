@@ -1,6 +1,6 @@
 // The runs gpu-smoke drives and what each must show: its verdict, the live stream, and for the
 // cancel, the GPU memory given back.
-import { computeApps, gpus } from './gpus.mjs';
+import { gpus, usedMiB, waitMemoryBack } from './gpus.mjs';
 import { watch } from './follow.mjs';
 import { calibrate, repeatability } from './calibration.mjs';
 
@@ -80,19 +80,11 @@ export async function cancelCheck(ctx, starter) {
   const status = await participant.cancel(cancelRun, 'gpu-smoke: cancel check');
   const { run } = await w.done;
   const stopSecs = (Date.now() - t0) / 1000;
-  const freedOf = (now) => now.every((g, k) => g.usedMiB <= (before[k]?.usedMiB ?? 0) + 512);
-  let freed = null;
-  if (!rehearsal) {
-    for (let i = 0; i < 60; i++) {
-      freed = { now: gpus().list, apps: computeApps() };
-      if (freedOf(freed.now) && !freed.apps) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+  const freed = rehearsal ? null : await waitMemoryBack(before);
   const memLine = rehearsal
     ? ''
-    : `; GPU memory used: ${before.map((g) => g.usedMiB).join('/')} MiB before, ${during.map((g) => g.usedMiB).join('/')} MiB while running, ${freed.now.map((g) => g.usedMiB).join('/')} MiB after; compute apps after: ${freed.apps || 'none'}`;
-  const memOk = rehearsal || (freedOf(freed.now) && !freed.apps);
+    : `; GPU memory used: ${usedMiB(before)} before, ${usedMiB(during)} while running, ${usedMiB(freed.now)} after; compute apps after: ${freed.apps || 'none'}`;
+  const memOk = rehearsal || freed.freed;
   report.row({
     label: 'cancel while sampling',
     mode: 'public',

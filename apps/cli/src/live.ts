@@ -5,6 +5,7 @@ import {
   RunFollower,
   RunView,
   type LogLine,
+  type MetricView,
   type SampleView,
   socketRunTransport,
 } from '@dryft/libs';
@@ -35,6 +36,8 @@ export interface FollowOptions {
   onStatus?: (run: RunView) => void;
   /** Each `run.sample` event of the run, as it arrives over `/live` (none over REST). */
   onSample?: (sample: SampleView) => void;
+  /** Each `run.metric` event (a training run's loss curve point), as it arrives over `/live` (none over REST). */
+  onMetric?: (metric: MetricView) => void;
   onNotice?: (message: string) => void;
   /** REST polling period while the live connection is down (and a slow safety net while it is up). */
   pollMs?: number;
@@ -116,6 +119,7 @@ export class LogFollower {
           },
           status: (r) => this.o.onStatus?.(r),
           sample: (s) => this.o.onSample?.(s),
+          metric: (m) => this.o.onMetric?.(m),
           notice: (n) => {
             const say = this.o.onNotice;
             if (n.kind === 'live_lost')

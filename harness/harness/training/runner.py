@@ -309,6 +309,17 @@ class _Runner:
         msg = self.recv(time.monotonic() + STARTUP_SECONDS, "while starting")
         if msg is None:
             raise RunFailed("infra_error", f"the training process did not start within {STARTUP_SECONDS:.0f}s")
+        if msg[0].get("type") == "failure":
+            # It could not get ready (torch, CUDA, the jail's devices): what it said is the only clue
+            # an operator gets, so it goes into the result rather than "unexpected first message".
+            said = str(msg[0].get("message") or "no message")
+            prefix = "the training process failed: "
+            said = said[len(prefix):] if said.startswith(prefix) else said
+            raise RunFailed(
+                "harness_error",
+                f"the training process failed while starting: {said[:2000]}",
+                str(msg[0].get("detail") or "")[-20000:],
+            )
         if msg[0].get("type") != "ready":
             raise RunFailed("harness_error", f"unexpected first message from the training process: {msg[0].get('type')!r}")
 
