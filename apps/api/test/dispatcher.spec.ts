@@ -156,7 +156,17 @@ describe('Dispatcher.pass', () => {
     const w = dispatcher({
       queued: [{ mode: 'public' }],
       unavailable: ['revoked'],
-      active: [{ id: 'r', agentId: 'busy', slot: 0, mode: 'public', status: 'running', lastBatchSeq: 0 }],
+      active: [
+        {
+          id: 'r',
+          agentId: 'busy',
+          slot: 0,
+          mode: 'public',
+          status: 'running',
+          lastBatchSeq: 0,
+          deadlineAt: null,
+        },
+      ],
     });
     w.agent('draining', { draining: true });
     w.agent('cooling', { coolDownUntil: Date.now() + 60_000 });

@@ -29,6 +29,7 @@ function lifecycle(runs: RunEntity[]) {
     mode: r.mode,
     status: r.status,
     lastBatchSeq: r.lastBatchSeq,
+    deadlineAt: r.deadlineAt ?? null,
   });
   const repo = {
     transaction: async <T>(work: (tx: unknown) => Promise<T>) => work(repo),
@@ -441,20 +442,36 @@ describe('verdictOf', () => {
 describe('RunLifecycleService: reconciliation with a (re)connected agent', () => {
   it('keeps what the agent still holds, requeues the unstarted runs it lost and fails the started ones', async () => {
     const agentId = randomUUID();
-    const kept = aRun({ agentId, status: 'running', lastBatchSeq: 4, startedAt: new Date() });
+    const deadlineAt = new Date(Date.now() + 60_000);
+    const kept = aRun({ agentId, status: 'running', lastBatchSeq: 4, startedAt: new Date(), deadlineAt });
     const unstarted = aRun({ agentId, status: 'assigned' });
     const started = aRun({ agentId, status: 'running', startedAt: new Date() });
     const { service, calls } = lifecycle([kept, unstarted, started]);
     const runs = await service.reconcile(agentId, [kept.id, 'not-a-uuid']);
     expect(runs).toEqual([
-      { runId: kept.id, ackedSeq: 4, keep: true },
-      { runId: 'not-a-uuid', ackedSeq: 0, keep: false },
+      { runId: kept.id, ackedSeq: 4, keep: true, deadlineAt: deadlineAt.getTime() },
+      { runId: 'not-a-uuid', ackedSeq: 0, keep: false, deadlineAt: null },
     ]);
     expect(calls).toEqual([
       'reinstate 1',
       `renew ${kept.id}`,
       `requeue ${unstarted.id}`,
       `fail ${started.id} lapsed=false`,
+    ]);
+  });
+
+  it("answers a kept run with its deadline as it is now (the organizer's lowered limit), a dropped one with none", async () => {
+    const agentId = randomUUID();
+    const lowered = new Date(Date.now() + 5_000);
+    const kept = aRun({ agentId, status: 'running', startedAt: new Date(), deadlineAt: lowered });
+    const ended = aRun({ agentId, status: 'canceled', deadlineAt: new Date(Date.now() + 90_000) });
+    const theirs = aRun({ status: 'running', deadlineAt: new Date(Date.now() + 90_000) });
+    const { service } = lifecycle([kept, ended, theirs]);
+    const runs = await service.reconcile(agentId, [kept.id, ended.id, theirs.id]);
+    expect(runs.map((r) => [r.keep, r.deadlineAt])).toEqual([
+      [true, lowered.getTime()],
+      [false, null],
+      [false, null],
     ]);
   });
 

@@ -61,6 +61,20 @@ export interface AgentOptions {
 }
 
 /**
+ * A run the hub kept when this agent (re)connected: it takes the run's deadline as the hub has it
+ * now (the organizer may have changed the limit while this agent was away, and the `run.deadline`
+ * sent then never arrived), then resends the batches the hub has not stored.
+ */
+export function resumeKeptRun(
+  run: Pick<RunJob, 'setDeadline' | 'outbox'>,
+  held: AgentReadyAck['runs'][number],
+): void {
+  if (typeof held.deadlineAt === 'number') run.setDeadline(held.deadlineAt);
+  run.outbox.acknowledge(held.ackedSeq);
+  void run.outbox.pump();
+}
+
+/**
  * The daemon: one socket to the hub (`/agents`), one executor per busy slot. It reconnects with
  * exponential backoff and jitter, says which runs it still holds on every `agent.ready`, resends
  * unacknowledged batches and verdicts, and heartbeats to keep the leases of its runs.
@@ -298,10 +312,7 @@ export class Agent {
         }
         continue;
       }
-      if (run) {
-        run.outbox.acknowledge(r.ackedSeq);
-        void run.outbox.pump();
-      }
+      if (run) resumeKeptRun(run, r);
     }
     for (const v of this.verdicts.values()) void this.sendVerdict(v.msg.runId);
     this.heartbeatMs = Math.max(200, (ack.heartbeatSeconds ?? 5) * 1000);

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../src/config';
 import { tempPrefix, tempRoot } from '../src/leftovers';
+import { resumeKeptRun } from '../src/agent';
 import { RunJob } from '../src/run-job';
 import type { RunHost } from '../src/run-job';
 
@@ -301,6 +302,38 @@ describe('RunJob: the lifecycle of one run', () => {
       'still running after the grace period: killing',
     ]);
     expect(leftovers(a.runId)).toEqual([]);
+  });
+
+  it("a kept run takes agent.ready's deadline: lowered while the agent was away, it stops there as timeout", async () => {
+    const t = host(config('echo ready; while :; do sleep 0.05; done', 400));
+    const a = assign(); // its deadline a minute away, as assigned
+    const job = new RunJob(a, t.h, []);
+    const running = job.execute();
+    await until('the harness to run', () => t.lines().some((l) => l.text === 'ready'));
+    const lowered = Date.now() + 300;
+    resumeKeptRun(job, { runId: a.runId, ackedSeq: 0, keep: true, deadlineAt: lowered });
+    await running;
+    const stoppedAfter = Date.now() - lowered;
+    expect(stoppedAfter).toBeGreaterThanOrEqual(0);
+    expect(stoppedAfter).toBeLessThan(5_000);
+    expect(t.finished).toHaveLength(1);
+    expect(t.finished[0]).toMatchObject({
+      canceled: false,
+      result: { status: 'failed', failureCode: 'timeout' },
+    });
+    expect(leftovers(a.runId)).toEqual([]);
+  });
+
+  it('a kept run without a deadline in the answer (an older hub) keeps its own', async () => {
+    const t = host(config('echo ready; sleep 0.3; echo done'));
+    const a = assign();
+    const job = new RunJob(a, t.h, []);
+    const running = job.execute();
+    await until('the harness to run', () => t.lines().some((l) => l.text === 'ready'));
+    resumeKeptRun(job, { runId: a.runId, ackedSeq: 0, keep: true });
+    await running;
+    expect(t.lines().some((l) => l.text === 'done')).toBe(true);
+    expect(t.finished[0]?.result.failureCode).not.toBe('timeout');
   });
 
   it('a download that is not the submission fails as infra_error before anything starts', async () => {

@@ -118,9 +118,20 @@ export const AgentReadyAck = Ack.extend({
   heartbeatSeconds: z.number().positive().optional(),
   leaseSeconds: z.number().positive().optional(),
   draining: z.boolean().optional(),
-  /** Per run in `activeRuns`: keep going (resend batches after `ackedSeq`) or stop it at once. */
+  /**
+   * Per run in `activeRuns`: keep going (resend batches after `ackedSeq`) or stop it at once. A
+   * kept run's `deadlineAt` (epoch milliseconds) is its whole-run deadline now: the organizer may
+   * have changed the limit while the agent was away, when no `run.deadline` could reach it.
+   */
   runs: z
-    .array(z.object({ runId: z.string(), ackedSeq: z.number().int().nonnegative(), keep: z.boolean() }))
+    .array(
+      z.object({
+        runId: z.string(),
+        ackedSeq: z.number().int().nonnegative(),
+        keep: z.boolean(),
+        deadlineAt: z.number().nullable().optional(),
+      }),
+    )
     .default([]),
 });
 export type AgentReadyAck = z.infer<typeof AgentReadyAck>;

@@ -29,6 +29,11 @@ export interface HeldRun {
   ackedSeq: number;
   /** False: the run is no longer this agent's (ended, or never was); the agent drops it. */
   keep: boolean;
+  /**
+   * A kept run's whole-run deadline (epoch ms; null for a run not kept or without one): the
+   * agent's is out of date when the organizer changed the limit while it was away.
+   */
+  deadlineAt: number | null;
 }
 
 /**
@@ -73,7 +78,8 @@ export class RunLifecycleService {
    * An agent (re)connected and said which runs it still holds. An id that is not a UUID names no
    * run: it is reported as not kept, never sent to the database. A run failed only because its
    * lease lapsed while this agent was out of touch is still this agent's: back on. The runs kept get
-   * a fresh lease; the runs the hub gave this agent that it no longer holds (it restarted) go back
+   * a fresh lease and their deadline as it is now (a `run.deadline` sent while the agent was away
+   * never reached it); the runs the hub gave this agent that it no longer holds (it restarted) go back
    * to the queue when they never started, and fail as infra_error when they did.
    */
   async reconcile(agentId: string, held: string[]): Promise<HeldRun[]> {
@@ -85,7 +91,8 @@ export class RunLifecycleService {
       const keep = Boolean(
         row && row.agentId === agentId && (row.status === 'assigned' || row.status === 'running'),
       );
-      return { runId, ackedSeq: row?.lastBatchSeq ?? 0, keep };
+      const deadlineAt = keep ? (row?.deadlineAt?.getTime() ?? null) : null;
+      return { runId, ackedSeq: row?.lastBatchSeq ?? 0, keep, deadlineAt };
     });
     const kept = runs.filter((r) => r.keep).map((r) => r.runId);
     await this.renewLeases(agentId, kept, this.leaseFromNow());

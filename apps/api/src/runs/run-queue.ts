@@ -32,6 +32,8 @@ export interface ActiveRunRow {
   mode: RunKindMode;
   status: string;
   lastBatchSeq: number;
+  /** The whole-run deadline (null before assignment). */
+  deadlineAt: Date | null;
 }
 
 /** The agent's verdict as stored on the run (the lifecycle decides it; {@link RunQueue.finish} writes it). */
@@ -61,6 +63,7 @@ type ActiveRow = {
   mode: RunKindMode;
   status: string;
   last_batch_seq: number;
+  deadline_at: Date | null;
 };
 const activeRow = (r: ActiveRow): ActiveRunRow => ({
   id: r.id,
@@ -69,6 +72,7 @@ const activeRow = (r: ActiveRow): ActiveRunRow => ({
   mode: r.mode,
   status: r.status,
   lastBatchSeq: r.last_batch_seq,
+  deadlineAt: r.deadline_at ? new Date(r.deadline_at) : null,
 });
 
 /**
@@ -190,7 +194,7 @@ export class RunQueue extends TransactionalRepository {
   /** Runs each agent holds now (assigned or running), for views and slot accounting. */
   async activeRunsByAgent(agentIds?: string[]): Promise<ActiveRunRow[]> {
     const rows: ActiveRow[] = await this.manager.query(
-      `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs
+      `SELECT id, agent_id, slot, mode, status, last_batch_seq, deadline_at FROM runs
           WHERE status IN ('assigned', 'running') AND agent_id IS NOT NULL ${agentIds ? 'AND agent_id = ANY($1)' : ''}
           ORDER BY assigned_at`,
       agentIds ? [agentIds] : [],
@@ -201,7 +205,7 @@ export class RunQueue extends TransactionalRepository {
   async runsByIds(ids: string[]): Promise<ActiveRunRow[]> {
     if (ids.length === 0) return [];
     const rows: ActiveRow[] = await this.manager.query(
-      `SELECT id, agent_id, slot, mode, status, last_batch_seq FROM runs WHERE id = ANY($1)`,
+      `SELECT id, agent_id, slot, mode, status, last_batch_seq, deadline_at FROM runs WHERE id = ANY($1)`,
       [ids],
     );
     return rows.map(activeRow);
