@@ -202,7 +202,7 @@ export class RunLifecycleService {
     });
     if (trace) traceMark(trace, 'committed');
     this.log.rememberHead(runId, storedRun);
-    // The run as this transaction left it (the batch applied, or refused as a resend): running again.
+    // Announced as this transaction left it (running again, with this batch if it was stored): not read again.
     if (reinstated) this.bus.emit('run.status', { run: await this.views.view(reinstated) });
     for (const emit of after) emit();
     if (trace) traceMark(trace, 'emitted');
@@ -518,7 +518,6 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
   };
 }
 
-/** The spec's workloads' ratios of a calibration result (calibrationProblem checked they are there). */
 /** An organizer's baseline re-measure that succeeded replaces the cache of its one hardware key. */
 function remeasuredBaseline(
   run: RunEntity,
@@ -551,6 +550,7 @@ function calibrationRunOf(
   };
 }
 
+/** The spec's workloads' ratios of a calibration result (calibrationProblem checked they are there). */
 function calibrationWorkloads(
   run: RunEntity,
   cal: NonNullable<RunFinished['result']['calibration']>,
