@@ -22,6 +22,8 @@ function lifecycle(runs: RunEntity[]) {
   const calls: string[] = [];
   const verdicts: RunVerdict[] = [];
   const emitted: string[] = [];
+  // The runs read outside a transaction's lock (findById).
+  const reads: string[] = [];
   const row = (r: RunEntity) => ({
     id: r.id,
     agentId: r.agentId,
@@ -34,7 +36,10 @@ function lifecycle(runs: RunEntity[]) {
   const repo = {
     transaction: async <T>(work: (tx: unknown) => Promise<T>) => work(repo),
     lock: async (id: string) => byId.get(id) ?? null,
-    findById: async (id: string) => byId.get(id) ?? null,
+    findById: async (id: string) => {
+      reads.push(id);
+      return byId.get(id) ?? null;
+    },
     upsertSample: async () => void calls.push('sample'),
     upsertCheck: async () => void calls.push('check'),
     upsertMetric: async () => void calls.push('metric'),
@@ -121,10 +126,19 @@ function lifecycle(runs: RunEntity[]) {
   );
   const views = {
     view: async (r: RunEntity) => ({ id: r.id, status: r.status }),
+    viewById: async (id: string) => (byId.has(id) ? views.view(byId.get(id)!) : null),
     resultOf: async () => ({}),
   };
+  // What run.status said, in order (the other events are named in `emitted` alone).
+  const statuses: string[] = [];
   // (run.batch_handled is the metrics' timing of every batch: not a reaction these tests are about)
-  const bus = { emit: (event: string) => void (event === 'run.batch_handled' || emitted.push(event)) };
+  const bus = {
+    emit: (event: string, payload?: { run?: { status: string } }) => {
+      if (event === 'run.batch_handled') return;
+      emitted.push(event);
+      if (event === 'run.status' && payload?.run) statuses.push(payload.run.status);
+    },
+  };
   const config = { AGENT_LEASE_SECONDS: 30, DEADLINE_GRACE_SECONDS: 10 } as Config;
   const service = new RunLifecycleService(
     repo as unknown as RunsRepository,
@@ -135,7 +149,7 @@ function lifecycle(runs: RunEntity[]) {
     bus as unknown as EventBus,
     config,
   );
-  return { service, log, calls, verdicts, emitted };
+  return { service, log, calls, verdicts, emitted, statuses, reads };
 }
 
 const logBatch = (runId: string, seq: number, first: number, n: number) => ({
@@ -221,6 +235,39 @@ describe('RunLifecycleService: batches are stored exactly once, in order', () =>
       ackedSeq: 1,
     });
     expect(calls).toEqual(['reinstate 1', 'logs 1', 'record 1 running']);
+  });
+
+  it('announces a reinstated run as running before its lines, from the run the batch stored', async () => {
+    const run = aRun({ status: 'failed', leaseLostAt: new Date(), startedAt: new Date() });
+    const { service, emitted, statuses, reads } = lifecycle([run]);
+    await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 1, 1, 1));
+    expect(emitted).toEqual(['run.status', 'run.logs']);
+    expect(statuses).toEqual(['running']);
+    expect(reads).toEqual([]);
+  });
+
+  it('announces a reinstated run whose batch was a resend, and acks the stored seq', async () => {
+    const run = aRun({ status: 'failed', leaseLostAt: new Date(), startedAt: new Date(), lastBatchSeq: 3 });
+    const { service, calls, emitted, statuses } = lifecycle([run]);
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 2, 1, 1))).toEqual({
+      ok: true,
+      ackedSeq: 3,
+    });
+    expect(calls).toEqual(['reinstate 1']);
+    expect(emitted).toEqual(['run.status']);
+    expect(statuses).toEqual(['running']);
+  });
+
+  it('never reinstates a run that failed for another cause than a lapsed lease', async () => {
+    const run = aRun({ status: 'failed', failureCode: 'infra_error', startedAt: new Date() });
+    const { service, calls, emitted } = lifecycle([run]);
+    expect(await service.storeBatch(run.id, run.agentId!, logBatch(run.id, 1, 1, 1))).toEqual({
+      ok: true,
+      ackedSeq: 0,
+      stop: true,
+    });
+    expect(calls).toEqual([]);
+    expect(emitted).toEqual([]);
   });
 });
 
@@ -358,6 +405,38 @@ describe('RunLifecycleService: the verdict is applied once', () => {
     });
     expect(calls).toEqual([]);
   });
+
+  it('reinstates a lapsed run for its verdict; refused for missing batches, it is announced running', async () => {
+    const run = aRun({ status: 'failed', leaseLostAt: new Date(), startedAt: new Date(), lastBatchSeq: 1 });
+    const { service, calls, emitted, statuses, reads } = lifecycle([run]);
+    const early = await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 3 }));
+    expect(early.error?.code).toBe('batches_missing');
+    expect(calls).toEqual(['reinstate 1']);
+    expect(emitted).toEqual(['run.status']);
+    expect(statuses).toEqual(['running']);
+    expect(reads).toEqual([]);
+  });
+
+  it('reinstates a lapsed run for its verdict and announces it once, with the verdict', async () => {
+    const run = aRun({ status: 'failed', leaseLostAt: new Date(), startedAt: new Date(), lastBatchSeq: 2 });
+    const { service, calls, emitted, statuses } = lifecycle([run]);
+    expect(await service.finish(run.id, run.agentId!, finished(run.id, { lastSeq: 2 }))).toEqual({
+      ok: true,
+    });
+    expect(calls).toEqual(['reinstate 1', 'finish succeeded']);
+    expect(emitted).toEqual(['run.status', 'run.result', 'run.finished']);
+    expect(statuses).toEqual(['succeeded']);
+  });
+
+  it("never reinstates another agent's lapsed run for a verdict", async () => {
+    const run = aRun({ status: 'failed', leaseLostAt: new Date(), startedAt: new Date(), lastBatchSeq: 2 });
+    const { service, calls, emitted } = lifecycle([run]);
+    expect(await service.finish(run.id, randomUUID(), finished(run.id, { lastSeq: 2 }))).toEqual({
+      ok: true,
+    });
+    expect(calls).toEqual([]);
+    expect(emitted).toEqual([]);
+  });
 });
 
 describe('verdictOf', () => {
@@ -484,5 +563,14 @@ describe('RunLifecycleService: reconciliation with a (re)connected agent', () =>
     const stop = await service.heartbeat(agentId, [mine.id, canceled.id, theirs.id, 'junk']);
     expect(stop).toEqual([canceled.id, theirs.id, 'junk']);
     expect(calls).toEqual(['reinstate 3', `renew ${mine.id},${canceled.id},${theirs.id}`]);
+  });
+
+  it('a heartbeat reinstates a lapsed run of its agent and announces it running', async () => {
+    const agentId = randomUUID();
+    const lapsed = aRun({ agentId, status: 'failed', leaseLostAt: new Date(), startedAt: new Date() });
+    const { service, emitted, statuses } = lifecycle([lapsed]);
+    expect(await service.heartbeat(agentId, [lapsed.id])).toEqual([]);
+    expect(emitted).toEqual(['run.status']);
+    expect(statuses).toEqual(['running']);
   });
 });

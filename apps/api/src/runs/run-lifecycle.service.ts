@@ -1,6 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LATENCY_TRACE, traceMark, traceRename } from '../common/latency-trace';
-import type { Ack, BatchAck, HarnessEvent, LogLine, RunBatch, RunFinished, RunView } from '@dryft/libs';
+import type {
+  Ack,
+  BaselineFigures,
+  BatchAck,
+  HarnessEvent,
+  LogLine,
+  RunBatch,
+  RunFinished,
+  RunView,
+} from '@dryft/libs';
 import {
   CALIBRATION_MIN_PAIRS,
   REMEASURE_MIN_SAMPLES,
@@ -13,6 +22,7 @@ import {
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
 import { CONFIG, Config } from '../config/config';
+import type { CalibrationRunEntity } from './calibration-run.entity';
 import { RunEntity } from './run.entity';
 import { RunLog } from './run-log';
 import { RunQueue, RunVerdict } from './run-queue';
@@ -137,7 +147,7 @@ export class RunLifecycleService {
 
   private async storeBatchTimed(runId: string, agentId: string, batch: RunBatch): Promise<BatchAck> {
     const after: Emit[] = [];
-    let reinstated = false;
+    let reinstated: RunEntity | undefined;
     const trace =
       LATENCY_TRACE && batch.entries[0]?.type === 'log' ? `batch:${runId}:${batch.entries[0].n}` : '';
     if (trace) traceMark(trace, 'serial');
@@ -160,10 +170,8 @@ export class RunLifecycleService {
           ackedSeq: 0,
           stop: true,
         };
-      if (run.status === 'failed' && run.leaseLostAt && (await this.reinstateLocked(tx, run))) {
-        run = (await tx.lock(runId))!;
-        reinstated = true;
-      }
+      reinstated = await this.reinstateLapsed(tx, run);
+      run = reinstated ?? run;
       if (!ACTIVE_STATUSES.includes(run.status)) return { ok: true, ackedSeq: run.lastBatchSeq, stop: true };
       if (batch.seq <= run.lastBatchSeq) return { ok: true, ackedSeq: run.lastBatchSeq };
       if (batch.seq > run.lastBatchSeq + 1) {
@@ -201,20 +209,22 @@ export class RunLifecycleService {
     });
     if (trace) traceMark(trace, 'committed');
     this.log.rememberHead(runId, storedRun);
-    if (reinstated) await this.announceStatus(runId);
+    // Announced as this transaction left it (running again, with this batch if it was stored): not read again.
+    if (reinstated) this.bus.emit('run.status', { run: await this.views.view(reinstated) });
     for (const emit of after) emit();
     if (trace) traceMark(trace, 'emitted');
     return ack;
   }
 
-  /** {@link reinstate} inside a batch's or verdict's transaction (the run row is locked). */
-  private async reinstateLocked(tx: RunsRepository, run: RunEntity): Promise<boolean> {
-    return (await this.reinstateRows(tx, run.agentId!, [run.id])).length > 0;
-  }
-
-  private async announceStatus(runId: string): Promise<void> {
-    const run = await this.runs.findById(runId);
-    if (run) this.bus.emit('run.status', { run: await this.views.view(run) });
+  /**
+   * {@link reinstate} inside a batch's or verdict's transaction, the run row locked: a run its agent
+   * reports after the sweeper failed it for a lapsed lease comes back, read again as it is now; any
+   * other run is left as it is (undefined).
+   */
+  private async reinstateLapsed(tx: RunsRepository, run: RunEntity): Promise<RunEntity | undefined> {
+    if (run.status !== 'failed' || !run.leaseLostAt) return undefined;
+    const back = await this.reinstateRows(tx, run.agentId!, [run.id]);
+    return back.length > 0 ? ((await tx.lock(run.id)) ?? undefined) : undefined;
   }
 
   private async applyEvent(
@@ -274,21 +284,14 @@ export class RunLifecycleService {
   /** The verdict, applied once; a resend after a lost ack is answered ok without changing anything. */
   async finish(runId: string, agentId: string, finished: RunFinished): Promise<Ack> {
     this.log.forgetHead(runId);
-    let reinstated = false;
+    let reinstated: RunEntity | undefined;
     let endLines: LogLine[] = [];
     let calibrated = false;
     const outcome = await this.runs.transaction(async (tx): Promise<{ ack: Ack; run?: RunEntity }> => {
       let run = await tx.lock(runId);
       if (!run) return { ack: agentRefusal('run_not_found', 'No such run.') };
-      if (
-        run.status === 'failed' &&
-        run.leaseLostAt &&
-        run.agentId === agentId &&
-        (await this.reinstateLocked(tx, run))
-      ) {
-        run = (await tx.lock(runId))!;
-        reinstated = true;
-      }
+      if (run.agentId === agentId) reinstated = await this.reinstateLapsed(tx, run);
+      run = reinstated ?? run;
       if (TERMINAL_STATUSES.includes(run.status)) return { ack: { ok: true } };
       if (run.agentId !== agentId)
         return { ack: agentRefusal('run_not_assigned', 'This run is not assigned to this agent.') };
@@ -301,35 +304,17 @@ export class RunLifecycleService {
         };
       }
       endLines = await this.log.storeEnd(tx, run);
+      // What the verdict stores is decided first, then written in one go.
       const verdict = verdictOf(run, finished, this.clock.now());
+      const baseline = remeasuredBaseline(run, finished, verdict);
+      const calibration = calibrationRunOf(run, finished, verdict);
       await this.queue.within(tx).finish(run.id, verdict);
-      // An organizer's baseline re-measure that succeeded replaces the cache of its one hardware key.
-      const measured = finished.result.baseline;
-      if (run.mode === 'baseline' && verdict.status === 'succeeded' && measured && run.hardware)
-        await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, {
-          hardware: run.hardware,
-          workloads: measured.workloads,
+      if (baseline) await tx.upsertBaseline(run.benchmarkId, run.rulesVersion, baseline);
+      if (calibration) {
+        await tx.addCalibrationRun(calibration, (rows) => {
+          const pooled = poolCalibration(calibration.hardware, rows);
+          return { k: pooled.k, detail: pooled.workloads };
         });
-      // A calibration run that succeeded (and passed calibrationProblem) adds its pairs to its key's K.
-      const cal = finished.result.calibration;
-      if (run.mode === 'calibration' && verdict.status === 'succeeded' && cal && run.hardware) {
-        await tx.addCalibrationRun(
-          {
-            runId: run.id,
-            benchmarkId: run.benchmarkId,
-            rulesVersion: run.rulesVersion,
-            hardware: run.hardware,
-            agentName: run.agentName,
-            workloads: calibrationWorkloads(run, cal),
-            pairs: cal.pairs,
-            seconds: cal.seconds,
-            halfWidthPct: cal.halfWidthPct,
-          },
-          (rows) => {
-            const pooled = poolCalibration(run.hardware!, rows);
-            return { k: pooled.k, detail: pooled.workloads };
-          },
-        );
         calibrated = true;
       }
       Object.assign(run, verdict, { leaseExpiresAt: null });
@@ -340,7 +325,7 @@ export class RunLifecycleService {
     if (calibrated && outcome.run)
       this.bus.emit('benchmark.calibrated', { benchmarkId: outcome.run.benchmarkId });
     if (outcome.run) await this.announceFinal(outcome.run);
-    else if (reinstated) await this.announceStatus(runId);
+    else if (reinstated) this.bus.emit('run.status', { run: await this.views.view(reinstated) });
     return outcome.ack;
   }
 
@@ -369,7 +354,10 @@ export class RunLifecycleService {
   async reinstate(agentId: string, runIds: string[]): Promise<string[]> {
     if (runIds.length === 0) return [];
     const ids = await this.reinstateRows(this.runs, agentId, runIds);
-    for (const id of ids) await this.announceStatus(id);
+    for (const id of ids) {
+      const view = await this.views.viewById(id);
+      if (view) this.bus.emit('run.status', { run: view });
+    }
     return ids;
   }
 
@@ -534,6 +522,38 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
     promptNonce: run.mode === 'official' ? (r.promptNonce ?? null) : null,
     failureCode,
     quotaRefunded: refunded,
+  };
+}
+
+/** An organizer's baseline re-measure that succeeded replaces the cache of its one hardware key. */
+function remeasuredBaseline(
+  run: RunEntity,
+  finished: RunFinished,
+  verdict: RunVerdict,
+): BaselineFigures | null {
+  const measured = finished.result.baseline;
+  if (run.mode !== 'baseline' || verdict.status !== 'succeeded' || !measured || !run.hardware) return null;
+  return { hardware: run.hardware, workloads: measured.workloads };
+}
+
+/** A calibration run that succeeded (and passed calibrationProblem) adds its pairs to its key's K. */
+function calibrationRunOf(
+  run: RunEntity,
+  finished: RunFinished,
+  verdict: RunVerdict,
+): Omit<CalibrationRunEntity, 'createdAt'> | null {
+  const cal = finished.result.calibration;
+  if (run.mode !== 'calibration' || verdict.status !== 'succeeded' || !cal || !run.hardware) return null;
+  return {
+    runId: run.id,
+    benchmarkId: run.benchmarkId,
+    rulesVersion: run.rulesVersion,
+    hardware: run.hardware,
+    agentName: run.agentName,
+    workloads: calibrationWorkloads(run, cal),
+    pairs: cal.pairs,
+    seconds: cal.seconds,
+    halfWidthPct: cal.halfWidthPct,
   };
 }
 
