@@ -161,6 +161,13 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
       `${hub.baseUrl}/api/benchmarks/qwen3-4b-decode/template`,
     );
     expect(await text(page, 'code-windows')).toContain('.\\bin\\dryft.cmd doctor');
+    // where the hub differs from the seed on purpose, the page says what is true
+    const cliSection = (await page.locator('#cli').textContent()) ?? '';
+    expect(cliSection).toContain('The CLI is one Node.js script');
+    expect(cliSection).toContain('not a native binary');
+    expect(cliSection).toContain('the installer writes bin\\dryft.cmd, not a .exe');
+    expect(cliSection).toContain('./bin/dryft login saves it once');
+    expect(cliSection).not.toContain('dryft.exe');
     expect(await text(page, 'code-http')).toContain(`${hub.baseUrl}/api/submissions`);
     // every code block has its copy button
     const blocks = page.locator('[data-testid=decode-page] .code');
@@ -556,6 +563,31 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     expect(cancel.status, JSON.stringify(cancel.body)).toBe(200);
     await expect.poll(() => easy.textContent(), { timeout: 10_000 }).toContain(`${before} of 60 left today`);
     expect(await easy.textContent()).toContain('refunded');
+  });
+
+  it('the organizer’s All runs names a practice run by its tier, not Public', async () => {
+    const up = await owner.upload(
+      '/api/submissions',
+      { benchmark: 'deep-recurrence' },
+      {
+        name: 'submission.py',
+        content: readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py')),
+      },
+    );
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const run = await owner
+      .post(`/api/submissions/${up.body.submission.id}/runs`, {
+        mode: 'public',
+        tier: 'medium',
+        dataset: 'square',
+      })
+      .set('Idempotency-Key', `e2e-admin-practice-${Date.now()}`);
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    const page = await browserAs(organizer, 'admin-runs');
+    await page.goto('/admin/runs');
+    const row = page.locator('tr', { has: page.locator(`a[href="/runs/${run.body.run.id}"]`) });
+    await row.waitFor({ timeout: 10_000 });
+    expect((await row.getByTestId('mode-badge').textContent())?.trim()).toBe('Practice · Medium');
   });
 
   it('no console errors', () => {
