@@ -17,7 +17,8 @@ import { ownerWithTeam, signIn, type TestUser } from '../support/users';
  * a rules bump reaching an open page over /live. Any console error fails the test.
  *
  * Screenshots committed under test/e2e/screenshots/: benchmark-decode-{desktop,390}.png,
- * benchmark-decode-signed-in.png, benchmark-training-{desktop,390}.png, benchmark-training-signed-in.png.
+ * benchmark-decode-signed-in{,-390}.png, benchmark-training-{desktop,390}.png,
+ * benchmark-training-signed-in{,-390}.png.
  */
 const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -127,6 +128,20 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
       'Results and leaderboard',
       'Troubleshooting',
     ]);
+    // and the seed's sub-sections, in its order
+    expect(await page.locator('[data-testid=decode-page] h3').allTextContents()).toEqual([
+      'Every member',
+      'Team owners and admins',
+      'Public runs',
+      'Official runs',
+      'Your team’s best',
+      'Team pages',
+      'My repository is missing',
+      'My push did nothing',
+      'Submissions or evaluations are closed',
+      'The CLI refuses my token',
+      'I need help with a failed run',
+    ]);
     expect(await text(page, 'fact-sample-budget')).toContain('2 min per generate call');
     expect(await text(page, 'fact-latency')).toBe('TPOT at most 100 ms in every sample');
     expect(await text(page, 'fact-memory')).toContain('40 GB');
@@ -146,6 +161,13 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
       `${hub.baseUrl}/api/benchmarks/qwen3-4b-decode/template`,
     );
     expect(await text(page, 'code-windows')).toContain('.\\bin\\dryft.cmd doctor');
+    // where the hub differs from the seed on purpose, the page says what is true
+    const cliSection = (await page.locator('#cli').textContent()) ?? '';
+    expect(cliSection).toContain('The CLI is one Node.js script');
+    expect(cliSection).toContain('not a native binary');
+    expect(cliSection).toContain('the installer writes bin\\dryft.cmd, not a .exe');
+    expect(cliSection).toContain('./bin/dryft login saves it once');
+    expect(cliSection).not.toContain('dryft.exe');
     expect(await text(page, 'code-http')).toContain(`${hub.baseUrl}/api/submissions`);
     // every code block has its copy button
     const blocks = page.locator('[data-testid=decode-page] .code');
@@ -174,6 +196,21 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
       'Rules',
       'Contract sketch',
       'How depth is used',
+    ]);
+    expect(await page.locator('[data-testid=training-page] h3').allTextContents()).toEqual([
+      'So how is depth graded?',
+      'Go very deep',
+      'Mix shared stages',
+      'Adapt the compute',
+    ]);
+    // the seed's lead-in before the form: the contract, in its order
+    expect(await page.locator('#contract strong').allTextContents()).toEqual([
+      'Artifact:',
+      'Model factory:',
+      'Training loss:',
+      'Optimizer factory:',
+      'Use the whole machine:',
+      'Evaluator boundary:',
     ]);
     await expect.poll(() => text(page, 'api-key-hint')).toContain('No key yet? Sign in with GitHub');
     expect(await text(page, 'hard-warning')).toBe(
@@ -216,6 +253,12 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     await expect.poll(() => text(page, 'run-limit')).toContain('now 1 h.');
     expect(await text(page, 'code-first')).toContain('--wait 3600');
     await shot(page, 'benchmark-decode-signed-in');
+    const narrow = await browserAs(owner, 'decode-in-390', 390);
+    await narrow.goto('/benchmarks/qwen3-4b-decode');
+    await narrow.getByTestId('decode-page').waitFor();
+    await expect.poll(() => text(narrow, 'run-limit'), { timeout: 10_000 }).toContain('now 1 h.');
+    await noSidewaysScroll(narrow);
+    await shot(narrow, 'benchmark-decode-signed-in-390');
 
     const res = await organizer.patch('/api/admin/benchmarks/qwen3-4b-decode', {
       runTimeLimitSeconds: 1500,
@@ -259,6 +302,14 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     await page.getByTestId('form-upload').waitFor();
     await expect.poll(() => page.getByTestId('form-upload').isEnabled()).toBe(true);
     await shot(page, 'benchmark-training-signed-in');
+    const narrow = await browserAs(owner, 'training-in-390', 390);
+    await narrow.goto('/benchmarks/deep-recurrence');
+    await narrow.getByTestId('training-page').waitFor();
+    await expect
+      .poll(() => text(narrow, 'daily-limits'), { timeout: 10_000 })
+      .toContain('Easy 60 (60 left today)');
+    await noSidewaysScroll(narrow);
+    await shot(narrow, 'benchmark-training-signed-in-390');
     await page.getByTestId('form-upload').click();
     await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
     const runId = page.url().split('/').pop()!;
@@ -290,6 +341,10 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
   it('a double click on Upload stores one submission; the official confirmation says what will happen', async () => {
     const page = await browserAs(owner, 'double-click');
     await page.goto('/submissions?benchmark=toy-decode');
+    // the submissions page links to its benchmark's page
+    expect(await page.getByTestId('submissions-benchmark-link').getAttribute('href')).toBe(
+      '/benchmarks/toy-decode',
+    );
     await page.getByTestId('file-input').setInputFiles({
       name: 'engine.tar.gz',
       mimeType: 'application/gzip',
@@ -366,6 +421,85 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     expect(th.x + th.width).toBeLessThanOrEqual(390);
   });
 
+  it('a public score says what it was measured against, never "the cached baseline" when it measured its own', async () => {
+    const up = await owner.upload(
+      '/api/submissions',
+      { benchmark: 'toy-decode' },
+      { name: 'public.tar.gz', content: await toyStarter() },
+    );
+    const run = await owner
+      .post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'public' })
+      .set('Idempotency-Key', `e2e-public-basis-${Date.now()}`);
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    const note =
+      'one sample per workload against the baseline measured just before on this machine (10 timed samples per workload)';
+    const agent = new TestAgent(hub);
+    await agent.claim(run.body.run.id);
+    await agent.log(
+      run.body.run.id,
+      'no cached baseline: measuring the baseline engine on this machine first',
+    );
+    await agent.finish(run.body.run.id, {
+      status: 'succeeded',
+      score: 97.4,
+      indicative: true,
+      scoring: { against: 'baseline', calibrated: false, hardware: 'cpu', kHalfWidthPct: null, note },
+    });
+    const page = await browserAs(owner, 'public-basis');
+    await page.goto(`/runs/${run.body.run.id}`);
+    await expect.poll(() => text(page, 'run-scoring-note'), { timeout: 10_000 }).toBe(note);
+    expect(await text(page, 'run-score-indicative')).toBe(
+      'Indicative: one sample per workload, feedback only.',
+    );
+    expect(await page.locator('main').innerText()).not.toContain('against the cached baseline');
+  });
+
+  it('1280 px: a long log line is not cut: the log scrolls sideways to its last character', async () => {
+    const up = await owner.upload(
+      '/api/submissions',
+      { benchmark: 'toy-decode' },
+      { name: 'chatty.tar.gz', content: await toyStarter() },
+    );
+    const run = await owner
+      .post(`/api/submissions/${up.body.submission.id}/runs`, { mode: 'public' })
+      .set('Idempotency-Key', `e2e-long-line-${Date.now()}`);
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    const agent = new TestAgent(hub);
+    await agent.claim(run.body.run.id);
+    const long = `step ${'0123456789 '.repeat(30)}LAST-WORD`;
+    await agent.log(run.body.run.id, 'short line', long);
+    await agent.finish(run.body.run.id, { status: 'succeeded' });
+    const page = await browserAs(owner, 'log-1280', 1280);
+    await page.goto(`/runs/${run.body.run.id}`);
+    const line = page.getByTestId('log-lines').locator('.line', { hasText: 'LAST-WORD' });
+    await line.waitFor({ timeout: 10_000 });
+    const seen = await page.getByTestId('log-lines').evaluate((scroller) => {
+      scroller.scrollLeft = scroller.scrollWidth;
+      const text = [...scroller.querySelectorAll('.line .text')].find((t) =>
+        t.textContent?.endsWith('LAST-WORD'),
+      )!;
+      // the text node that ends the line (Svelte may put markers beside it)
+      const walker = document.createTreeWalker(text, NodeFilter.SHOW_TEXT);
+      let node: Text | null = null;
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.textContent) node = n as Text;
+      const range = document.createRange();
+      range.setStart(node!, node!.length - 1);
+      range.setEnd(node!, node!.length);
+      const last = range.getBoundingClientRect();
+      const box = scroller.getBoundingClientRect();
+      return {
+        last: last.right,
+        left: box.left,
+        right: box.right,
+        viewport: document.documentElement.clientWidth,
+      };
+    });
+    // the log box fits the page, and its last character can be brought into the box
+    expect(seen.right).toBeLessThanOrEqual(seen.viewport);
+    expect(seen.last).toBeGreaterThan(seen.left);
+    expect(seen.last).toBeLessThanOrEqual(seen.right);
+  });
+
   it('a team page follows a new best and a rules bump live', async () => {
     const slug = (await owner.get('/api/me')).body.teams[0].slug as string;
     const page = await browserAs(null, 'team-live');
@@ -383,6 +517,13 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     expect(run.status, JSON.stringify(run.body)).toBe(201);
     await new TestAgent(hub).complete(run.body.run.id, 131.5);
     await expect.poll(() => page.locator('main').innerText(), { timeout: 15_000 }).toContain('131.5');
+    // a disqualification reaches the open page: the result is listed as disqualified, with its reason
+    const dq = await organizer.post(`/api/admin/runs/${run.body.run.id}/disqualify`, {
+      reason: 'e2e: timed its own clock',
+    });
+    expect(dq.status, JSON.stringify(dq.body)).toBe(200);
+    await page.getByTestId('team-disqualified').waitFor({ timeout: 15_000 });
+    expect(await text(page, 'team-disqualified')).toContain('Reason: e2e: timed its own clock');
     const bump = await organizer.post('/api/admin/benchmarks/toy-decode/rules-version', {
       reason: 'e2e: team page live',
       confirm: true,
@@ -404,7 +545,8 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     const page = await browserAs(owner, 'refund');
     await page.goto(`/submissions/${up.body.submission.id}`);
     const easy = page.getByTestId('tier-quota-easy');
-    await expect.poll(() => easy.textContent()).toMatch(/^\d+ of 60 left today/);
+    // the quota is read after the page loads: on a busy box that can take longer than a second
+    await expect.poll(() => easy.textContent(), { timeout: 10_000 }).toMatch(/^\d+ of 60 left today/);
     const before = Number((await easy.textContent())!.split(' ')[0]);
     const run = await owner
       .post(`/api/submissions/${up.body.submission.id}/runs`, {
@@ -421,6 +563,31 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     expect(cancel.status, JSON.stringify(cancel.body)).toBe(200);
     await expect.poll(() => easy.textContent(), { timeout: 10_000 }).toContain(`${before} of 60 left today`);
     expect(await easy.textContent()).toContain('refunded');
+  });
+
+  it('the organizer’s All runs names a practice run by its tier, not Public', async () => {
+    const up = await owner.upload(
+      '/api/submissions',
+      { benchmark: 'deep-recurrence' },
+      {
+        name: 'submission.py',
+        content: readFileSync(path.join(ROOT, 'starters/deep-recurrence/submission.py')),
+      },
+    );
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const run = await owner
+      .post(`/api/submissions/${up.body.submission.id}/runs`, {
+        mode: 'public',
+        tier: 'medium',
+        dataset: 'square',
+      })
+      .set('Idempotency-Key', `e2e-admin-practice-${Date.now()}`);
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    const page = await browserAs(organizer, 'admin-runs');
+    await page.goto('/admin/runs');
+    const row = page.locator('tr', { has: page.locator(`a[href="/runs/${run.body.run.id}"]`) });
+    await row.waitFor({ timeout: 10_000 });
+    expect((await row.getByTestId('mode-badge').textContent())?.trim()).toBe('Practice · Medium');
   });
 
   it('no console errors', () => {

@@ -235,6 +235,14 @@ describe('submissions', () => {
         'entrypoint',
         'does not define SUBMISSION',
       ],
+      // What the rules forbid and can be seen without running it: refused at upload, no run spent.
+      [
+        'import torch\nstate = torch.load("weights.pt")\n',
+        'forbidden_uses',
+        'submission.py, line 2, column 9: torch.load is not allowed',
+      ],
+      ['import subprocess\n', 'forbidden_uses', 'subprocess starts other processes'],
+      ['from urllib.request import urlopen\n', 'forbidden_uses', 'urllib.request is a network module'],
     ] as const;
     for (const [source, rule, message] of broken) {
       const res = await upload(carol, 'deep-recurrence', 'submission.py', Buffer.from(source));

@@ -348,6 +348,26 @@ describe('5. result shows the loss curve and the per-sample timings', () => {
     expect(r.stdout).toContain('  Paired with the reference engine; K calibrated on NVIDIA H200 to ±0.8 %.');
   });
 
+  it('decode public that measured its own baseline: says so, never "against the cached baseline"', async () => {
+    const run = runView({ status: 'succeeded', score: 97.4, mode: 'public' });
+    const note =
+      'one sample per workload against the baseline measured just before on this machine (5 timed samples per workload)';
+    const { env } = await resultHub({
+      run,
+      samples: [],
+      extra: {
+        indicative: true,
+        scoring: { against: 'baseline', calibrated: false, hardware: 'cpu', kHalfWidthPct: null, note },
+      },
+    });
+    const r = await cli(['result', run.id], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('97.4');
+    expect(r.stdout).toContain('(public, indicative: one sample per workload; never ranked)');
+    expect(r.stdout).toContain(`  ${note}`);
+    expect(r.stdout).not.toContain('cached baseline');
+  });
+
   it('rounds the run metrics as the rest of the output does', async () => {
     const run = runView({ status: 'succeeded', benchmarkId: 'deep-recurrence', tier: 'easy', score: 63.12 });
     const { env } = await resultHub({

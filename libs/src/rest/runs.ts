@@ -254,7 +254,7 @@ export const RunResultView = z.object({
   scoring: ScoringBasis.nullable().optional(),
   /** Official decode runs: baseline/candidate pairs measured per workload; null otherwise. */
   pairs: z.number().int().nullable(),
-  /** True for a public decode score: one unpaired sample against the cached baseline, feedback only. */
+  /** True for a public decode score: one sample per workload, feedback only (`scoring` says what it was measured against). */
   indicative: z.boolean(),
   workloads: z.array(WorkloadSummary),
   samples: z.array(SampleView),

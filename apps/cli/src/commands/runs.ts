@@ -524,7 +524,7 @@ export async function resultCmd(
     );
   if (result.score !== null)
     ctx.out.line(
-      `Score: ${ctx.out.paint('bold', scoreText(result.run, result.score))}${formatScoreInterval(result.interval, result.pairs)}${result.run.mode === 'official' ? ' (official)' : result.indicative ? ' (public, indicative: one sample against the cached baseline; never ranked)' : ' (public: feedback only, never ranked)'}`,
+      `Score: ${ctx.out.paint('bold', scoreText(result.run, result.score))}${formatScoreInterval(result.interval, result.pairs)}${result.run.mode === 'official' ? ' (official)' : result.indicative ? ' (public, indicative: one sample per workload; never ranked)' : ' (public: feedback only, never ranked)'}`,
     );
   // Through a calibrated K: the interval with K's folded in (the one above ranks), and what was measured.
   if (result.score !== null && result.absoluteInterval)
