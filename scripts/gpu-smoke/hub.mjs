@@ -79,28 +79,24 @@ export class Participant {
   }
 
   /** Packs FILES ({name, content}) as NAME.tar.gz and submits them to BENCHID; the submission's id. */
-  async upload(benchId, name, files) {
-    const { body, contentType } = multipart(
-      { benchmark: benchId },
-      { field: 'file', name: `${name}.tar.gz`, content: packFiles(files), type: 'application/gzip' },
-    );
-    const res = await this.api.raw('/api/submissions', {
-      method: 'POST',
-      body,
-      headers: { 'content-type': contentType },
-      timeoutMs: TIMEOUT_MS,
-    });
-    if (res.status !== 201)
-      throw new Error(`upload ${name}: ${res.status} ${res.body.toString('utf8').slice(0, 800)}`);
-    return this.api.parse(UploadResponse, res).submission.id;
+  upload(benchId, name, files) {
+    const file = {
+      field: 'file',
+      name: `${name}.tar.gz`,
+      content: packFiles(files),
+      type: 'application/gzip',
+    };
+    return this.submit(benchId, file, name);
   }
 
   /** Submits CONTENT as the single file NAME (a training benchmark's submission.py); the submission's id. */
-  async uploadFile(benchId, name, content, label = name) {
-    const { body, contentType } = multipart(
-      { benchmark: benchId },
-      { field: 'file', name, content, type: 'text/x-python' },
-    );
+  uploadFile(benchId, name, content, label = name) {
+    return this.submit(benchId, { field: 'file', name, content, type: 'text/x-python' }, label);
+  }
+
+  /** `POST /api/submissions` of one multipart FILE to BENCHID; LABEL names it in an error. */
+  async submit(benchId, file, label) {
+    const { body, contentType } = multipart({ benchmark: benchId }, file);
     const res = await this.api.raw('/api/submissions', {
       method: 'POST',
       body,
