@@ -17,7 +17,9 @@ describe('gpu-smoke (scripts/gpu-smoke.mjs)', () => {
     for (const option of ['--cpu-rehearsal', '--training', '--budget-s N', '--only STEPS', '--out DIR'])
       expect(r.stdout).toContain(option);
     // Both products' step names, as --only takes them.
-    expect(r.stdout).toContain('starter-public,starter-official,calibrate,fast,fast-again,perturbed,view,cancel');
+    expect(r.stdout).toContain(
+      'starter-public,starter-official,calibrate,fast,fast-again,perturbed,view,cancel',
+    );
     expect(r.stdout).toContain('train-easy,train-offload,train-oom,train-hard,train-cancel');
     expect(r.stdout).not.toContain('SKIP gpu-smoke');
     expect(r.stdout).not.toContain('hub up');

@@ -214,7 +214,10 @@ function build(deps: CliDeps, setExit: (code: number) => void): Command {
 
   program
     .command('compare')
-    .argument('<run-ids...>', 'two to six Run IDs of one benchmark; the first is the one the others are measured against')
+    .argument(
+      '<run-ids...>',
+      'two to six Run IDs of one benchmark; the first is the one the others are measured against',
+    )
     .description(
       'runs side by side: score and interval, and per workload TPOT, TTFT, speed-up and spread (decode) or the metrics (training)',
     )

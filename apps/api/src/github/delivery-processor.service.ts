@@ -77,7 +77,9 @@ export class DeliveryProcessor implements OnModuleInit {
   /** Works the delivery queue only when the GitHub App is configured (no delivery comes otherwise). */
   async onModuleInit(): Promise<void> {
     if (missingGithubAppSettings(this.config).length === 0)
-      await this.jobs.work(DELIVERY_QUEUE, ({ data }) => this.process(data.deliveryId, data).then(() => undefined));
+      await this.jobs.work(DELIVERY_QUEUE, ({ data }) =>
+        this.process(data.deliveryId, data).then(() => undefined),
+      );
   }
 
   /**

@@ -59,14 +59,20 @@ export class OrganizerService {
   async refund(principal: Principal, runId: string, reason: string): Promise<RunView> {
     const run = await this.findRun(runId);
     if (!run.teamId)
-      throw conflict('not_a_team_run', `Run ${runId} is a ${run.mode} run of no team; it counts against no daily limit.`);
+      throw conflict(
+        'not_a_team_run',
+        `Run ${runId} is a ${run.mode} run of no team; it counts against no daily limit.`,
+      );
     if (run.rerunOf)
       throw conflict(
         'not_a_team_run',
         `Run ${runId} is an organizer's re-run of ${run.rerunOf}; it counts against no daily limit, so there is nothing to refund.`,
       );
     if (run.quotaRefunded)
-      throw conflict('already_refunded', `Run ${runId} is refunded already; it does not count against the daily limit.`);
+      throw conflict(
+        'already_refunded',
+        `Run ${runId} is refunded already; it does not count against the daily limit.`,
+      );
     const changed = await this.queue.refund(runId);
     if (!changed) throw conflict('already_refunded', `Run ${runId} was refunded meanwhile.`);
     const view = await this.runs.view(changed);

@@ -19,7 +19,14 @@ import { RunsService } from './runs.service';
 import { WaitingService } from './waiting.service';
 
 @Module({
-  imports: [BenchmarksModule, SubmissionsModule, TeamsModule, UsersModule, LeaderboardsModule, QuotaGrantsModule],
+  imports: [
+    BenchmarksModule,
+    SubmissionsModule,
+    TeamsModule,
+    UsersModule,
+    LeaderboardsModule,
+    QuotaGrantsModule,
+  ],
   controllers: [RunsController],
   providers: [
     RunPoliciesService,

@@ -14,7 +14,13 @@ import { UploadChecker } from './upload-checker';
   imports: [AuditModule, BenchmarksModule, TeamsModule, UsersModule],
   controllers: [SubmissionsController],
   // IdempotencyRepository (stateless, over the data source): upload keys share the run keys' table.
-  providers: [SubmissionsService, SubmissionCodeService, SubmissionsRepository, UploadChecker, IdempotencyRepository],
+  providers: [
+    SubmissionsService,
+    SubmissionCodeService,
+    SubmissionsRepository,
+    UploadChecker,
+    IdempotencyRepository,
+  ],
   exports: [SubmissionsService],
 })
 export class SubmissionsModule {}

@@ -268,7 +268,11 @@ export class SubmissionsService {
   /** Any team's submission, for an organizer's power (the caller checks that it is one). */
   async findForOrganizer(id: string): Promise<SubmissionEntity> {
     const entity = await this.submissions.findById(id);
-    if (!entity) throw notFound('submission_not_found', `No submission ${id}. Copy the Submission ID from the run's page.`);
+    if (!entity)
+      throw notFound(
+        'submission_not_found',
+        `No submission ${id}. Copy the Submission ID from the run's page.`,
+      );
     return entity;
   }
 
