@@ -280,7 +280,7 @@ describe('/agents: a message the server will never accept gets a final refusal',
       activeRuns: [{ runId: 'not-a-uuid', lastAckedSeq: 0 }],
     });
     expect(ready.ok).toBe(true);
-    expect(ready.runs).toEqual([{ runId: 'not-a-uuid', ackedSeq: 0, keep: false }]);
+    expect(ready.runs).toEqual([{ runId: 'not-a-uuid', ackedSeq: 0, keep: false, deadlineAt: null }]);
     const beat = await socket.timeout(10_000).emitWithAck('agent.heartbeat', { activeRuns: ['not-a-uuid'] });
     expect(beat).toEqual({ ok: true, stop: ['not-a-uuid'] });
   });
