@@ -6,11 +6,12 @@
 // 1. Per stored batch: the metrics' own subscribers on the event bus (lines stored, batch latency),
 //    this tree's HubMetrics (apps/api/dist) on a real EventBus, against the same bus with nothing
 //    subscribed. Rounds alternate; CPU time (process.cpuUsage) per batch, median of the rounds.
-// 2. Process-wide: prom-client's default metrics (GC observer, event-loop delay monitor, process
-//    gauges) are on in every process that collects; nothing else runs per public read (every hub
-//    gauge is computed on a scrape). A child process parses and serialises log batches (what storing
-//    and serving lines does to the heap and the GC) with collectDefaultMetrics registered and
-//    without, alternating; CPU time of the same work.
+// 2. Process-wide: the default metrics the hub registers (event-loop delay monitor, process gauges;
+//    apps/api/src/metrics/default-metrics.ts) are on in every process that collects; nothing else
+//    runs per public read (every hub gauge is computed on a scrape). A child process parses and
+//    serialises log batches (what storing and serving lines does to the heap and the GC) with the
+//    hub's default metrics, with every prom-client default (the GC observer too), and with none,
+//    the order rotating; CPU time of the same work.
 //
 //   npm run build && node bench/metrics-cost.mjs
 // Settings (env): BENCH_ROUNDS (10), BENCH_BATCHES (20000 per round and side), BENCH_LINES (50 per
@@ -47,10 +48,14 @@ const cpuUs = () => {
 
 // ---- the child of part 2 ----------------------------------------------------------------------
 if (process.argv[2] === '--child') {
-  const withDefaults = process.argv[3] === 'on';
-  if (withDefaults) {
+  const side = process.argv[3];
+  if (side === 'all') {
     const { collectDefaultMetrics, Registry } = require(require.resolve('prom-client', { paths: [dist] }));
     collectDefaultMetrics({ register: new Registry() });
+  } else if (side === 'hub') {
+    const { Registry } = require(require.resolve('prom-client', { paths: [dist] }));
+    const { collectDefaultMetricsButGc } = require(path.join(dist, 'metrics', 'default-metrics.js'));
+    collectDefaultMetricsButGc(new Registry());
   }
   const json = JSON.stringify({ runId: 'r', seq: 1, lines: batchLines(LINES) });
   let keep = 0;
@@ -111,16 +116,21 @@ const child = (side) => {
   if (r.status !== 0) throw new Error(`child ${side}: ${r.stderr}`);
   return JSON.parse(r.stdout).cpuUs / CHILD_ITERATIONS;
 };
-const perParse = { on: [], off: [] };
+// 'hub': what HubMetrics registers (default-metrics.ts: all but the GC histogram); 'all': every
+// prom-client default; 'off': none. The order rotates every round.
+const SIDES = ['hub', 'all', 'off'];
+const perParse = { hub: [], all: [], off: [] };
 for (let round = 0; round < Math.max(6, Math.ceil(ROUNDS / 2)); round++) {
-  const order = round % 2 ? ['off', 'on'] : ['on', 'off'];
-  for (const side of order) perParse[side].push(child(side));
+  for (let k = 0; k < SIDES.length; k++) {
+    const side = SIDES[(round + k) % SIDES.length];
+    perParse[side].push(child(side));
+  }
 }
 
 const on = median(perBatch.on);
 const off = median(perBatch.off);
 const deltas = perBatch.on.map((x, i) => x - perBatch.off[i]);
-const ratios = perParse.on.map((x, i) => x / perParse.off[i]);
+const ratiosOf = (side) => perParse[side].map((x, i) => x / perParse.off[i]);
 const fmt = (x) => x.toFixed(2);
 console.log(`# bench/metrics-cost.mjs
 
@@ -132,5 +142,14 @@ Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), No
 | measurement | with metrics | without | difference |
 | --- | --- | --- | --- |
 | per stored batch of ${LINES} lines: the event bus's emits (µs CPU, median of ${ROUNDS}) | ${fmt(on)} | ${fmt(off)} | ${fmt(on - off)} µs (per round: ${deltas.map(fmt).join(', ')}); lines counted ${stored ?? '?'} |
-| per batch parsed and serialised in a process with prom-client's default metrics (µs CPU, median of ${perParse.on.length}) | ${fmt(median(perParse.on))} | ${fmt(median(perParse.off))} | ×${median(ratios).toFixed(3)} (per round: ${ratios.map((x) => x.toFixed(3)).join(', ')}) |
+${['hub', 'all']
+  .map(
+    (side) =>
+      `| per batch parsed and serialised, ${side === 'hub' ? "the hub's default metrics (all but the GC histogram)" : 'every prom-client default metric (the GC histogram too)'} against none (µs CPU, median of ${perParse[side].length}) | ${fmt(median(perParse[side]))} | ${fmt(median(perParse.off))} | ×${median(ratiosOf(side)).toFixed(3)} (per round: ${ratiosOf(
+        side,
+      )
+        .map((x) => x.toFixed(3))
+        .join(', ')}) |`,
+  )
+  .join('\n')}
 `);

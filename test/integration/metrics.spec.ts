@@ -229,6 +229,10 @@ describe('metrics: /metrics on METRICS_PORT and /api/admin/metrics for organizer
     expect(read.status).toBe(200);
     expect(read.body).toContain('dryft_runs_finished_total{benchmark="toy-decode"');
     expect(read.body).toContain('nodejs_eventloop_lag_seconds');
+    expect(read.body).toContain('process_cpu_seconds_total');
+    expect(read.body).toContain('nodejs_heap_size_used_bytes');
+    // No GC histogram: its observer of every collection cost more than the metrics may (default-metrics.ts).
+    expect(read.body).not.toContain('nodejs_gc_duration_seconds');
 
     const member = await alice.get('/api/admin/metrics');
     expect(member.status).toBe(403);

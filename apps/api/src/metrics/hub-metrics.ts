@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { notFound } from '../common/errors';
+import { collectDefaultMetricsButGc } from './default-metrics';
 import { baselineKey, type RunView } from '@dryft/libs';
 import { DataSource } from 'typeorm';
 import { BenchmarkRegistry } from '../benchmarks/benchmark-registry';
@@ -110,7 +111,7 @@ export class HubMetrics implements OnModuleInit, OnModuleDestroy {
     @Inject(CONFIG) private readonly config: Config,
   ) {
     if (!config.METRICS_ENABLED) return;
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetricsButGc(this.registry);
     this.defineDatabaseGauges();
     this.defineProcessGauges();
   }
