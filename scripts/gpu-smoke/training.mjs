@@ -237,9 +237,11 @@ export async function trainingCancel(ctx, sampleId) {
   const stopSecs = (Date.now() - t0) / 1000;
   report.runLog(`==== cancel during training ${runId}: ${run.status}\n${logs.join('\n')}\n`);
   const freed = rehearsal ? null : await waitMemoryBack(before);
+  // The hub answers the cancel at once; the process's end shows as the GPU memory coming back.
+  const freedSecs = (Date.now() - t0) / 1000;
   const memLine = rehearsal
     ? 'memory: not checked (CPU)'
-    : `GPU memory ${usedMiB(before)} before, ${usedMiB(during)} while training, ${usedMiB(freed.now)} after; compute apps after: ${freed.apps || 'none'}`;
+    : `GPU memory ${usedMiB(before)} before, ${usedMiB(during)} while training, ${usedMiB(freed.now)} after (seen ${freedSecs.toFixed(1)} s after the request); compute apps after: ${freed.apps || 'none'}`;
   report.row({
     label: 'cancel during training',
     mode: 'easy/square public',
@@ -253,7 +255,7 @@ export async function trainingCancel(ctx, sampleId) {
   report.record(
     'cancel of a training run',
     status < 300 && run.status === 'canceled' && w.seen.losses > 0 && (rehearsal || freed.freed),
-    `canceled after ${w.seen.losses} loss point(s) reached the watcher; stopped ${stopSecs.toFixed(1)} s after the request; ${memLine}`,
+    `canceled after ${w.seen.losses} loss point(s) reached the watcher; the hub reported it canceled ${stopSecs.toFixed(1)} s after the request; ${memLine}`,
   );
 }
 
