@@ -2,7 +2,11 @@ import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/config';
 import { MemoryRateLimitStorage, RedisRateLimitStorage } from '../src/rate-limits/rate-limit-storage';
-import { clientIp } from '../src/rate-limits/client-ip';
+import { clientIp, trustedProxies } from '../src/rate-limits/client-ip';
+import { RateLimiter } from '../src/rate-limits/rate-limiter';
+import { loadConfig } from '../src/config/config';
+import type { AuditService } from '../src/audit/audit.service';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 describe('rate-limit storage in memory', () => {
   it('admits the limit per window, blocks the next, and counts again after the block', async () => {
@@ -87,5 +91,67 @@ describe('the address a limit counts', () => {
     expect(clientIp('::ffff:10.0.0.2', undefined)).toBe('10.0.0.2');
     expect(clientIp('2001:db8:1:2:aaaa::1', undefined)).toBe(clientIp('2001:db8:1:2:bbbb::9', undefined));
     expect(clientIp('2001:db8:1:2::1', undefined)).not.toBe(clientIp('2001:db8:1:3::1', undefined));
+  });
+});
+
+describe('trusted proxies', () => {
+  it('answer the same on every call, remembered or not, and never trust what is not an address', () => {
+    const proxies = trustedProxies('loopback, 10.0.0.0/8');
+    if ('problem' in proxies) throw new Error(proxies.problem);
+    for (let round = 0; round < 3; round++) {
+      expect(proxies.trusted('127.0.0.1')).toBe(true);
+      expect(proxies.trusted('10.1.2.3')).toBe(true);
+      expect(proxies.trusted('203.0.113.5')).toBe(false);
+      expect(proxies.trusted('::1')).toBe(true);
+      expect(proxies.trusted('not an address')).toBe(false);
+    }
+    // Past the memo's size it still answers right (the memo is cleared, not trusted blindly).
+    for (let i = 0; i < 5000; i++) proxies.trusted(`198.51.${i >> 8}.${i & 255}`);
+    expect(proxies.trusted('10.9.9.9')).toBe(true);
+    expect(proxies.trusted('198.51.0.1')).toBe(false);
+  });
+});
+
+describe('public reads per client', () => {
+  const limiter = () =>
+    new RateLimiter(
+      { close: async () => undefined } as never,
+      loadConfig({ RATE_LIMIT_PUBLIC: '2/60', TRUST_PROXY: 'loopback' }),
+      {} as AuditService,
+    );
+  const read = (socket: object, xff?: string) =>
+    ({
+      method: 'GET',
+      url: '/api/leaderboards/toy-decode',
+      headers: xff ? { 'x-forwarded-for': xff } : {},
+      socket,
+    }) as unknown as IncomingMessage;
+  const response = () => {
+    const headers: Record<string, unknown> = {};
+    return {
+      headers,
+      setHeader: (n: string, v: unknown) => (headers[n] = v),
+      end: () => undefined,
+    } as unknown as ServerResponse;
+  };
+
+  it('count a keep-alive connection as its address, and a proxied request as its forwarded client', () => {
+    const rl = limiter();
+    const direct = { remoteAddress: '203.0.113.5' };
+    expect(rl.refusePublicRead(read(direct), response())).toBe(false);
+    expect(rl.refusePublicRead(read(direct), response())).toBe(false);
+    expect(rl.refusePublicRead(read(direct), response())).toBe(true);
+    // Another connection from the same address shares its bucket.
+    expect(rl.refusePublicRead(read({ remoteAddress: '::ffff:203.0.113.5' }), response())).toBe(true);
+    // One proxy connection carries many clients: each request is counted as its own forwarded client,
+    // whatever the connection's earlier requests were.
+    const proxy = { remoteAddress: '127.0.0.1' };
+    expect(rl.refusePublicRead(read(proxy, '198.51.100.1'), response())).toBe(false);
+    expect(rl.refusePublicRead(read(proxy, '198.51.100.2'), response())).toBe(false);
+    expect(rl.refusePublicRead(read(proxy, '198.51.100.1'), response())).toBe(false);
+    expect(rl.refusePublicRead(read(proxy, '198.51.100.1'), response())).toBe(true);
+    expect(rl.refusePublicRead(read(proxy, '203.0.113.5'), response())).toBe(true);
+    expect(rl.refusePublicRead(read(proxy), response())).toBe(false);
+    expect(rl.refusePublicRead(read(proxy, '198.51.100.2'), response())).toBe(false);
   });
 });

@@ -95,6 +95,8 @@ export class RateLimiter implements OnApplicationShutdown {
   private readonly publicSettings: LimitSettings;
   /** TRUST_PROXY (validated at boot): whose X-Forwarded-For names the client. */
   private readonly trustedProxy: (ip: string) => boolean;
+  /** A keep-alive connection's public-read bucket key (its address does not change). */
+  private readonly connectionKeys = new WeakMap<object, string>();
 
   constructor(
     @Inject(RATE_LIMIT_STORAGE) private readonly storage: RateLimitStorage,
@@ -212,15 +214,36 @@ export class RateLimiter implements OnApplicationShutdown {
     const url = req.url ?? '';
     if (!url.startsWith('/api/') || url.startsWith('/api/health')) return false;
     if (req.headers.authorization || req.headers.cookie?.includes('dryft_session=')) return false;
-    const ip = clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], this.trustedProxy);
     const s = this.publicSettings;
-    const record = this.publicReads.incrementNow(`ip:${ip}`, s.ttlMs, s.limit, s.blockMs, 'public');
+    const record = this.publicReads.incrementNow(
+      this.publicReadKey(req),
+      s.ttlMs,
+      s.limit,
+      s.blockMs,
+      'public',
+    );
     if (!record.isBlocked) return false;
     const err = this.refusal('public', record, res);
     res.statusCode = 429;
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     res.end(JSON.stringify({ error: { code: err.code, message: err.message, details: err.details } }));
     return true;
+  }
+
+  /**
+   * The public-read bucket of a request's client. Without X-Forwarded-For that is the connection's
+   * address, worked out once per keep-alive connection: this runs before every public read, and
+   * parsing the same address again cost as much as serving the read (bench/RESULTS.md).
+   */
+  private publicReadKey(req: IncomingMessage): string {
+    const forwardedFor = req.headers['x-forwarded-for'];
+    if (forwardedFor) return `ip:${clientIp(req.socket.remoteAddress, forwardedFor, this.trustedProxy)}`;
+    let key = this.connectionKeys.get(req.socket);
+    if (key === undefined) {
+      key = `ip:${clientIp(req.socket.remoteAddress, undefined, this.trustedProxy)}`;
+      this.connectionKeys.set(req.socket, key);
+    }
+    return key;
   }
 
   private blockedRecord(seconds: number): RateRecord {
