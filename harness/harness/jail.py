@@ -280,15 +280,39 @@ def engine_view(workdir: str, fd: int) -> tuple[str, int]:
 #: The compile caches an untrusted child may fill (torch.compile's Inductor, Triton, the CUDA JIT,
 #: everything under XDG). A training run's allowance includes compilation, and on the H200 the same
 #: torch.compile'd model reached its first update in 28.6-32.0 s with an empty cache and in
-#: 13.0-15.2 s with a warm one (harness/GPU_RESULTS.md, "Compile caches"): so every run starts cold,
-#: in folders of its own, and no team's compiled artifacts are ever read by another's run. A
-#: cache variable set on the agent's host (a shared folder) is never passed on.
+#: 13.0-15.2 s with a warm one (harness/GPU_RESULTS.md, "Compile caches"): so every training run
+#: starts cold, in folders of its own, and no team's compiled artifacts are ever read by another's
+#: run. A cache variable set on the agent's host (a shared folder) is never passed on. A decode
+#: candidate's warm-ups are not timed: there the agent may hand over the team's own persistent
+#: cache (candidate_cache), at the same path, so the environment stays the same for every child.
 COMPILE_CACHE_VARS = {
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
     "CUDA_CACHE_PATH": "nv",
     "XDG_CACHE_HOME": "xdg",
 }
+
+
+#: Where every jailed child's compile caches live (COMPILE_CACHE_VARS below it): its fresh /tmp.
+CHILD_CACHE_ROOT = "/tmp/dryft-caches"
+#: Set by the agent for decode runs (apps/gpu-agent/src/compile-cache.ts): the folder in the
+#: harness's sandbox holding the candidate team's persistent compile cache for this slot,
+#: benchmark and rules version. Bound read-write at CHILD_CACHE_ROOT into the candidate's jail
+#: only: never into the baseline's or the reference's (trusted engines, started cold every run, so
+#: calibration and official runs see them in one state), never into a training child (its allowance
+#: includes compilation). Like every DRYFT_JAIL_* variable it never reaches a child's environment.
+CANDIDATE_CACHE_ENV = "DRYFT_JAIL_COMPILE_CACHE"
+
+
+def candidate_cache(role: str) -> Optional[str]:
+    """The persistent compile cache the agent gave this run's candidate, for role "candidate" and
+    only when it is a real folder (not a link); None otherwise (the child's caches start empty)."""
+    if role != "candidate":
+        return None
+    path = os.environ.get(CANDIDATE_CACHE_ENV, "")
+    if not path or os.path.islink(path) or not os.path.isdir(path):
+        return None
+    return path
 
 
 def fresh_caches(root: str) -> dict:
@@ -299,11 +323,12 @@ def fresh_caches(root: str) -> dict:
 def child_env(env: dict, home: str) -> dict:
     """The child's environment: the parent's, less the jail's settings; HOME is its own workspace
     (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs), at the path it sees it;
-    the compile caches in its own fresh /tmp."""
+    the compile caches in its own fresh /tmp (for a decode candidate with a persistent cache, the
+    same path: jail_command binds that folder there)."""
     out = {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
     out["HOME"] = home
     out["TMPDIR"] = "/tmp"
-    out.update(fresh_caches("/tmp/dryft-caches"))
+    out.update(fresh_caches(CHILD_CACHE_ROOT))
     return out
 
 
@@ -327,10 +352,12 @@ def kept_under_tmp() -> list[str]:
 
 
 def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int,
-                 engine_fd: Optional[int] = None) -> list[str]:
+                 engine_fd: Optional[int] = None, cache_dir: Optional[str] = None) -> list[str]:
     """The bubblewrap command line. engine_fd: an engine child's channel descriptor, which it then
     sees at the same path and number as every other engine child (engine_view), with address-space
-    randomisation off (ENGINE_NO_ASLR); None: the child sees its folder at its own path."""
+    randomisation off (ENGINE_NO_ASLR); None: the child sees its folder at its own path. cache_dir:
+    the candidate's persistent compile cache (candidate_cache), bound read-write at
+    CHILD_CACHE_ROOT; None: the caches start empty in the child's fresh /tmp."""
     source = os.path.abspath(workdir)
     engine = engine_fd is not None
     workdir, inside_fd = engine_view(source, engine_fd) if engine else (source, None)
@@ -357,6 +384,8 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
         args += ["--perms", "0755", "--dir", parent]
     for path in kept:
         args += ["--ro-bind", path, path]
+    if cache_dir is not None:
+        args += ["--bind", cache_dir, CHILD_CACHE_ROOT]
     args += [
         "--ro-bind", source, SOURCE_MOUNT,
         "--size", size, "--tmpfs", workdir,
@@ -407,7 +436,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         engine_fd = pass_fds[0] if engine else None
         home = engine_view(cwd, 0)[0] if engine else os.path.abspath(cwd)
         proc = subprocess.Popen(
-            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd), cgroup),
+            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd, candidate_cache(role)), cgroup),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
             start_new_session=True, env=child_env(env, home),
         )

@@ -399,3 +399,76 @@ def test_only_engine_children_are_moved_to_the_common_view(jailed):
     assert eng[eng.index("--tmpfs", eng.index(jail.SOURCE_MOUNT)) + 1] == jail.ENGINE_WORKDIR
     assert eng[eng.index("--workdir") + 1] == jail.ENGINE_WORKDIR and eng[eng.index("--move-fd") + 1] == f"9:{jail.ENGINE_FD}"
     assert "--no-aslr" in eng and eng.count("/some/where/ws") == 1  # only as the copy's source
+
+
+CACHE_PROBE = '''
+    import json, os
+    from base import Engine as _Base
+
+    class Engine(_Base):
+        def __init__(self, model_path):
+            super().__init__(model_path)
+            d = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+            f = os.path.join(d, "kernel")
+            found = open(f).read() if os.path.exists(f) else None
+            os.makedirs(d, exist_ok=True)
+            with open(f, "w") as fh:
+                fh.write(f"compiled by {os.getuid()}")
+            print("cache-check " + json.dumps({"uid": os.getuid(), "found": found, "dir": d}), flush=True)
+'''
+
+
+def test_only_the_candidate_gets_the_teams_persistent_compile_cache(tmp_path, make_engine, jailed):
+    """The agent hands a decode run's candidate its team's persistent compile cache
+    (DRYFT_JAIL_COMPILE_CACHE): the candidate finds in run 2 what it compiled in run 1; the trusted
+    baseline, at the same path in its environment, starts from an empty cache of its own every run
+    and never writes into the team's."""
+    candidate = make_engine(CACHE_PROBE)
+    baseline = tmp_path / "baseline" / "engine"
+    shutil.copytree(candidate, baseline)
+    cache = tmp_path / "team-cache"
+    cache.mkdir(mode=0o700)
+    os.chown(cache, 61101, 61101)  # the candidate's uid (DRYFT_JAIL_UID 61100 + 1), as the agent makes it
+    jailed.setenv(jail.CANDIDATE_CACHE_ENV, str(cache))
+    spec = toy_spec("official", baselineEngine=str(baseline), samplesPerWorkload=2, maxPairs=2,
+                    checks={"maxRatioSpreadPct": 10000}, baseline=None)
+    import json as _json
+    seen = []
+    for n in range(2):
+        (tmp_path / f"run{n}").mkdir()
+        run = run_harness(spec, candidate, tmp_path / f"run{n}")
+        assert run.result["status"] == "succeeded", run.result
+        lines = [_json.loads(line.split(" ", 1)[1]) for line in run.stdout.splitlines() if line.startswith("cache-check ")]
+        seen.append({x["uid"]: x for x in lines})
+        assert any("compile caches" in e["message"] and "kept between its runs" in e["message"]
+                   for e in run.of("log")), run.of("log")
+    assert seen[0][61101]["found"] is None and seen[0][61100]["found"] is None, seen
+    assert seen[1][61101]["found"] == "compiled by 61101", seen  # the candidate's own, from run 1
+    assert seen[1][61100]["found"] is None, seen  # the baseline: empty again, never the team's
+    assert seen[1][61100]["dir"] == seen[1][61101]["dir"] == "/tmp/dryft-caches/inductor", seen
+    assert (cache / "inductor" / "kernel").read_text() == "compiled by 61101"
+    assert sorted(os.listdir(cache)) == ["inductor"]
+
+
+def test_the_persistent_cache_is_the_candidates_alone(tmp_path, jailed):
+    cache = tmp_path / "team-cache"
+    cache.mkdir()
+    jailed.setenv(jail.CANDIDATE_CACHE_ENV, str(cache))
+    assert jail.candidate_cache("candidate") == str(cache)
+    for role in ("baseline", "reference", "training"):
+        assert jail.candidate_cache(role) is None, role
+    limits = jail.JailLimits(uid=None, nproc=10, nofile=10, data=None, memory_limit=None, workspace=1 << 20)
+    bound = jail.jail_command(["x"], "/ws", limits, 5, 6, engine_fd=9, cache_dir=str(cache))
+    i = bound.index(str(cache))
+    assert bound[i - 1:i + 2] == ["--bind", str(cache), jail.CHILD_CACHE_ROOT]
+    assert bound.index("/tmp") < i  # over the fresh /tmp, not under it
+    assert str(cache) not in jail.jail_command(["x"], "/ws", limits, 5, 6, engine_fd=9)
+    # a link in the folder's place (or nothing there) gives no persistent cache at all
+    link = tmp_path / "link"
+    link.symlink_to(cache)
+    jailed.setenv(jail.CANDIDATE_CACHE_ENV, str(link))
+    assert jail.candidate_cache("candidate") is None
+    jailed.setenv(jail.CANDIDATE_CACHE_ENV, str(tmp_path / "missing"))
+    assert jail.candidate_cache("candidate") is None
+    # and it never reaches a child's environment
+    assert jail.CANDIDATE_CACHE_ENV not in jail.child_env(dict(os.environ), "/run/engine")

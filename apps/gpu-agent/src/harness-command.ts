@@ -11,6 +11,7 @@ import {
   bwrapArgs,
   interpreterPaths,
   isSystemPath,
+  SANDBOX_COMPILE_CACHE,
   SANDBOX_PRIVATE,
   SANDBOX_WORKSPACE,
   unreadableByEngine,
@@ -50,6 +51,8 @@ export async function harnessLaunch(o: {
   /** The events channel's folder and socket (see harness-events.ts). */
   socketDir: string;
   socketPath: string;
+  /** The candidate's persistent compile cache (compile-cache.ts), sandboxed runs only; null: none. */
+  compileCache?: string | null;
 }): Promise<Launch> {
   const { config, prepared: p, assign } = o;
   const python = pythonFor(p.spec, config.harness.python);
@@ -118,6 +121,9 @@ export async function harnessLaunch(o: {
     USER: 'dryft',
     LOGNAME: 'dryft',
   });
+  // The harness binds it into the candidate's jail alone (harness/harness/jail.py, candidate_cache);
+  // DRYFT_JAIL_* never reaches an engine's environment.
+  if (o.compileCache) env.DRYFT_JAIL_COMPILE_CACHE = SANDBOX_COMPILE_CACHE;
   const readOnly = [...interpreterPaths(python), config.harness.dir!, o.socketDir];
   // The harness starts each engine child in a nested bubblewrap: the same binary, which a box
   // without the Debian package may keep outside /usr (the gpu-smoke pack's bin/bwrap).
@@ -128,6 +134,7 @@ export async function harnessLaunch(o: {
   const args = bwrapArgs({
     workspace: p.workspace,
     privateDir: p.privateDir,
+    compileCache: o.compileCache ?? null,
     readOnly,
     gpus: o.gpus,
     forbidden: [

@@ -68,6 +68,8 @@ export function probeSandbox(): SandboxProbe {
 /** Where the run's workspace (read-only; each engine child gets a sized copy) and private folder appear inside. */
 export const SANDBOX_WORKSPACE = '/dryft/workspace';
 export const SANDBOX_PRIVATE = '/dryft/private';
+/** Where the candidate's persistent compile cache appears (compile-cache.ts); the harness binds it into the candidate's jail only. */
+export const SANDBOX_COMPILE_CACHE = '/dryft/compile-cache';
 
 export interface SandboxPlan {
   /** The unpacked submission: read-only here; the harness copies it into each child's sized tmpfs. */
@@ -76,6 +78,11 @@ export interface SandboxPlan {
   privateDir: string;
   /** What the run reads: the interpreter's folders, the harness, the model, the baseline engine, the events socket's folder. */
   readOnly: string[];
+  /**
+   * The candidate's persistent compile cache (compile-cache.ts), read-write at SANDBOX_COMPILE_CACHE;
+   * null or absent: none (the run's engines compile from empty caches of their own).
+   */
+  compileCache?: string | null;
   /** GPU ids of the slot: only their /dev/nvidiaN nodes are visible. */
   gpus: string[];
   /** Paths that must never be visible (the work dir of other runs, the hub's data, the agent's files): a read-only path that is or holds one of them is refused. */
@@ -194,6 +201,7 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     ...readOnly,
     SANDBOX_WORKSPACE,
     SANDBOX_PRIVATE,
+    ...(plan.compileCache ? [SANDBOX_COMPILE_CACHE] : []),
     ...ETC_FILES.filter((f) => existsSync(f)),
   ];
   const above = new Set<string>();
@@ -221,6 +229,7 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   // The private folder is writable only so the harness can delete the spec once read (--consume-spec):
   // the hidden workloads are gone before any submission code runs.
   args.push('--bind', plan.privateDir, SANDBOX_PRIVATE);
+  if (plan.compileCache) args.push('--bind', plan.compileCache, SANDBOX_COMPILE_CACHE);
   for (const id of plan.gpus) {
     const node = `/dev/nvidia${id}`;
     if (existsSync(node)) args.push('--dev-bind', node, node);

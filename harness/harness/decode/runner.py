@@ -46,6 +46,7 @@ import statistics
 import time
 from typing import Optional
 
+from .. import jail
 from .engineproc import EngineFailure, EngineProcess, Sample
 from .failures import HarnessFailure, IdleEngineFailure  # noqa: F401 (HarnessFailure re-exported)
 from .freezer import Freezer
@@ -188,6 +189,10 @@ class DecodeRun:
             self.procs.append(proc)
             if role == "candidate":
                 self.measurer_name = measurer.name if measurer.applicable else None
+                if jail.enabled():
+                    self.events.log("candidate: its compile caches (" + ", ".join(jail.COMPILE_CACHE_VARS) + ") "
+                                    + ("are this team's own, kept between its runs of this benchmark and rules version on this slot"
+                                       if jail.candidate_cache(role) else "start empty in this run"))
             self.freezer = self.freezer or Freezer(self.events.log)
             cgroup = self.freezer.prepare(role)
             proc.start(cgroup.path if cgroup else None)
