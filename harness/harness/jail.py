@@ -17,6 +17,8 @@ bubblewrap that gives it:
   engine's at ENGINE_WORKDIR, the training child's at its own path) and /tmp;
 - for decode engines, the same start for all: workspace path, channel descriptor, HOME and cwd
   alike, and address-space randomisation off (ENGINE_WORKDIR, ENGINE_NO_ASLR);
+- compile caches below CHILD_CACHE_ROOT in its fresh /tmp, except a decode candidate's, which may
+  be its team's saved cache, bound there (compile_cache.py);
 - limits: RLIMIT_NPROC, RLIMIT_NOFILE, and RLIMIT_DATA on CPU-only runs (RLIMIT_AS/DATA break
   CUDA's address-space reservations, so GPU memory is the parent's measurer's job).
 
@@ -283,8 +285,8 @@ def engine_view(workdir: str, fd: int) -> tuple[str, int]:
 #: 13.0-15.2 s with a warm one (harness/GPU_RESULTS.md, "Compile caches"): so every training run
 #: starts cold, in folders of its own, and no team's compiled artifacts are ever read by another's
 #: run. A cache variable set on the agent's host (a shared folder) is never passed on. A decode
-#: candidate's warm-ups are not timed: there the agent may hand over the team's own persistent
-#: cache (candidate_cache), at the same path, so the environment stays the same for every child.
+#: candidate's warm-ups are not timed: there the harness may hand it the team's own saved cache
+#: (compile_cache.py) at the same path, so the environment stays the same for every child.
 COMPILE_CACHE_VARS = {
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
@@ -293,26 +295,9 @@ COMPILE_CACHE_VARS = {
 }
 
 
-#: Where every jailed child's compile caches live (COMPILE_CACHE_VARS below it): its fresh /tmp.
+#: Where every jailed child's compile caches live (COMPILE_CACHE_VARS below it): its fresh /tmp,
+#: where a decode candidate with a persistent cache (compile_cache.py) has that bound instead.
 CHILD_CACHE_ROOT = "/tmp/dryft-caches"
-#: Set by the agent for decode runs (apps/gpu-agent/src/compile-cache.ts): the folder in the
-#: harness's sandbox holding the candidate team's persistent compile cache for this slot,
-#: benchmark and rules version. Bound read-write at CHILD_CACHE_ROOT into the candidate's jail
-#: only: never into the baseline's or the reference's (trusted engines, started cold every run, so
-#: calibration and official runs see them in one state), never into a training child (its allowance
-#: includes compilation). Like every DRYFT_JAIL_* variable it never reaches a child's environment.
-CANDIDATE_CACHE_ENV = "DRYFT_JAIL_COMPILE_CACHE"
-
-
-def candidate_cache(role: str) -> Optional[str]:
-    """The persistent compile cache the agent gave this run's candidate, for role "candidate" and
-    only when it is a real folder (not a link); None otherwise (the child's caches start empty)."""
-    if role != "candidate":
-        return None
-    path = os.environ.get(CANDIDATE_CACHE_ENV, "")
-    if not path or os.path.islink(path) or not os.path.isdir(path):
-        return None
-    return path
 
 
 def fresh_caches(root: str) -> dict:
@@ -356,7 +341,7 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
     """The bubblewrap command line. engine_fd: an engine child's channel descriptor, which it then
     sees at the same path and number as every other engine child (engine_view), with address-space
     randomisation off (ENGINE_NO_ASLR); None: the child sees its folder at its own path. cache_dir:
-    the candidate's persistent compile cache (candidate_cache), bound read-write at
+    the decode candidate's compile cache (compile_cache.CandidateCache.seed), bound read-write at
     CHILD_CACHE_ROOT; None: the caches start empty in the child's fresh /tmp."""
     source = os.path.abspath(workdir)
     engine = engine_fd is not None
@@ -413,13 +398,14 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
 
 
 def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, memory_limit: Optional[int],
-          stdin=subprocess.DEVNULL, engine: bool = False,
-          cgroup: Optional[str] = None) -> tuple[subprocess.Popen, Optional[JailLimits]]:
+          stdin=subprocess.DEVNULL, engine: bool = False, cgroup: Optional[str] = None,
+          cache_dir: Optional[str] = None) -> tuple[subprocess.Popen, Optional[JailLimits]]:
     """Start an untrusted child: jailed when DRYFT_JAIL=1, else a plain subprocess. Either way in a
     new session (its own process group) with only pass_fds open beyond stdio. engine: a decode
     engine child, started alike with every other (engine_view; cmd names the workspace and
     pass_fds[0] as engine_view gives them). cgroup: a cgroup v2 folder the child joins before it
-    runs anything (in_cgroup), so that nothing it forks is ever born outside it."""
+    runs anything (in_cgroup), so that nothing it forks is ever born outside it. cache_dir: the
+    decode candidate's compile cache, bound in its jail only (for any other role it is ignored)."""
     if not enabled():
         proc = subprocess.Popen(in_cgroup(cmd, cgroup), cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
                                 start_new_session=True, env=env)
@@ -436,7 +422,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         engine_fd = pass_fds[0] if engine else None
         home = engine_view(cwd, 0)[0] if engine else os.path.abspath(cwd)
         proc = subprocess.Popen(
-            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd, candidate_cache(role)), cgroup),
+            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd, cache_dir if role == "candidate" else None), cgroup),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
             start_new_session=True, env=child_env(env, home),
         )

@@ -13,20 +13,24 @@ import * as path from 'node:path';
  *
  * Layout under `<workDir>/compile-cache/` (never inside a run's folder, which is wiped):
  *
- *     slot-<n>/<benchmark>/rules-<rulesVersion>/<team>/cache/      the folder the jail binds
+ *     slot-<n>/<benchmark>/rules-<rulesVersion>/<team>/cache/      the team's saved cache
  *     slot-<n>/<benchmark>/rules-<rulesVersion>/<team>/last-used   the agent's own marker (mtime)
  *
- * Only `cache/` is mounted, read-write, into the candidate's jail, and only for that team's run: the
- * marker that orders eviction is out of the engine's reach. The trusted baseline and reference
- * engines never see it (their caches stay in their own fresh /tmp). A rules change deletes the
- * benchmark's other `rules-*` folders on that slot at its next run there. The slot's caches
- * together stay under `compileCache.maxBytesPerSlot`: least recently used teams are evicted first,
- * before and after each run.
+ * Only `cache/` is mounted, read-write, into the harness's sandbox, and only for that team's run;
+ * the candidate itself never sees it: the harness copies it into a tmpfs of the size of the
+ * engine's /tmp (`limits.workspaceBytes`), binds that into the candidate's jail alone, and saves it
+ * back once the engine is gone (harness/harness/compile_cache.py), so one run cannot fill the
+ * agent's disk, and links or devices the engine made are never kept. The marker that orders
+ * eviction is the agent's. The trusted baseline and reference engines never get it (their caches
+ * stay in their own fresh /tmp). A rules change deletes the benchmark's other `rules-*` folders on
+ * that slot at its next run there. The slot's caches together stay under
+ * `compileCache.maxBytesPerSlot`: least recently used teams are evicted first, before and after
+ * each run.
  *
- * What is inside was written by untrusted code: nothing here follows a symbolic link (sizes and
- * deletion use lstat, a link is unlinked, never entered) and a folder's mode is restored before it
- * is emptied. No engine runs on the slot while the agent handles its caches (one run per slot at a
- * time, and another slot's jail never binds this slot's folders), so nothing changes under it.
+ * Nothing here follows a symbolic link (sizes and deletion use lstat, a link is unlinked, never
+ * entered) and a folder's mode is restored before it is emptied, although only the trusted harness
+ * writes there. No run is on the slot while the agent handles its caches before or after one (one
+ * run per slot at a time, and another slot's sandbox never binds this slot's folders).
  */
 
 export interface CompileCacheKey {
@@ -179,16 +183,15 @@ export type PreparedCache = { dir: string; bytes: number } | { dir: null; why: s
 
 /**
  * Before a decode run: drops the benchmark's caches of other rules versions on this slot, evicts
- * least recently used entries to the bound, and makes (or reuses) the team's cache folder, owned by
- * the candidate's uid (ownerUid; null: the agent's own, an unprivileged agent's jail keeps it) and
- * 0700. Never throws: whatever fails, the run goes on with an empty cache of its own, and the
- * reason says why.
+ * least recently used entries to the bound, and makes (or reuses) the team's cache folder, the
+ * agent's own and 0700: only the harness writes it (the candidate gets a copy in a sized tmpfs,
+ * harness/harness/compile_cache.py). Never throws: whatever fails, the run goes on with an empty
+ * cache of its own, and the reason says why.
  */
 export async function prepareCompileCache(o: {
   root: string;
   key: CompileCacheKey;
   maxBytes: number;
-  ownerUid: number | null;
   now?: Date;
   note: (text: string) => void;
 }): Promise<PreparedCache> {
@@ -223,14 +226,13 @@ export async function prepareCompileCache(o: {
     }
     const cache = cacheDirOf(entry);
     let st = await lstatOrNull(cache);
-    // A folder of another owner (the slot's uids moved with sandboxUidBase) or not a folder: start over.
-    if (st && (!st.isDirectory() || (o.ownerUid !== null && st.uid !== o.ownerUid))) {
+    // Not a folder: start over.
+    if (st && !st.isDirectory()) {
       await removeTree(cache);
-      o.note("compile cache: the team's cache was not the candidate's own folder: started over");
+      o.note("compile cache: the team's cache was not a folder: started over");
       st = null;
     }
     if (!st) await fs.mkdir(cache, { mode: 0o700 });
-    if (o.ownerUid !== null) await fs.chown(cache, o.ownerUid, o.ownerUid);
     await fs.chmod(cache, 0o700);
     const now = o.now ?? new Date();
     await fs.writeFile(markerOf(entry), '');

@@ -12,6 +12,7 @@ import {
   interpreterPaths,
   isSystemPath,
   SANDBOX_COMPILE_CACHE,
+  SANDBOX_COMPILE_WORK,
   SANDBOX_PRIVATE,
   SANDBOX_WORKSPACE,
   unreadableByEngine,
@@ -121,9 +122,13 @@ export async function harnessLaunch(o: {
     USER: 'dryft',
     LOGNAME: 'dryft',
   });
-  // The harness binds it into the candidate's jail alone (harness/harness/jail.py, candidate_cache);
-  // DRYFT_JAIL_* never reaches an engine's environment.
-  if (o.compileCache) env.DRYFT_JAIL_COMPILE_CACHE = SANDBOX_COMPILE_CACHE;
+  // The harness copies the team's saved cache into the work tmpfs, binds that into the candidate's
+  // jail alone and saves it back after the run (harness/harness/compile_cache.py); DRYFT_JAIL_*
+  // never reaches an engine's environment.
+  if (o.compileCache) {
+    env.DRYFT_JAIL_COMPILE_CACHE = SANDBOX_COMPILE_CACHE;
+    env.DRYFT_JAIL_COMPILE_WORK = SANDBOX_COMPILE_WORK;
+  }
   const readOnly = [...interpreterPaths(python), config.harness.dir!, o.socketDir];
   // The harness starts each engine child in a nested bubblewrap: the same binary, which a box
   // without the Debian package may keep outside /usr (the gpu-smoke pack's bin/bwrap).
@@ -134,7 +139,8 @@ export async function harnessLaunch(o: {
   const args = bwrapArgs({
     workspace: p.workspace,
     privateDir: p.privateDir,
-    compileCache: o.compileCache ?? null,
+    // The run's copy is bounded like the engine's /tmp: it cannot fill the agent's disk mid-run.
+    compileCache: o.compileCache ? { dir: o.compileCache, bytes: limits.workspaceBytes } : null,
     readOnly,
     gpus: o.gpus,
     forbidden: [

@@ -195,9 +195,6 @@ export class RunJob {
       root,
       key,
       maxBytes: config.compileCache.maxBytesPerSlot,
-      // The candidate's uid in its jail (harness/harness/jail.py: base + 4 × slot, +1 candidate);
-      // an unprivileged agent's jail keeps the agent's own.
-      ownerUid: process.getuid?.() === 0 ? config.sandboxUidBase + 4 * key.slot + 1 : null,
       note: (text) => this.note(text),
     });
     if (ready.dir === null) {

@@ -47,6 +47,17 @@ with open(_f, "w") as _fh:
 # a link out of the cache: whatever the agent does with the folder later must not follow it
 if not _os.path.lexists(_os.path.join(_d, "escape")):
     _os.symlink(${JSON.stringify(SENTINEL)}, _os.path.join(_d, "escape"))
+# a folder the harness (no CAP_DAC_OVERRIDE) cannot enter until it makes it its own
+_os.makedirs(_os.path.join(_d, "locked"), exist_ok=True)
+_os.chmod(_os.path.join(_d, "locked"), 0)
+# the run's copy of the cache is a tmpfs of limits.workspaceBytes: it cannot fill the agent's disk
+try:
+    with open(_os.path.join(_d, "huge.bin"), "wb") as _fh:
+        _fh.write(b"x" * (24 << 20))
+    print("BOUND none", flush=True)
+except OSError as _e:
+    print(f"BOUND errno {_e.errno}", flush=True)
+_os.unlink(_os.path.join(_d, "huge.bin"))
 `;
 
 let server: Server;
@@ -134,7 +145,7 @@ function config(maxBytesPerSlot = 64 << 20): AgentConfig {
     insecureNoSandbox: false,
     hidePaths: [],
     sandboxUidBase: 61000,
-    limits: { processes: 512, openFiles: 4096, memoryBytes: 512 * 1024 * 1024, workspaceBytes: 64 << 20 },
+    limits: { processes: 512, openFiles: 4096, memoryBytes: 512 * 1024 * 1024, workspaceBytes: 16 << 20 },
     compileCache: { maxBytesPerSlot },
     cancelGraceMs: 5_000,
     shutdownGraceMs: 1_000,
@@ -181,6 +192,13 @@ describe('the candidate compile cache through the agent and the harness', () => 
         "compile cache: the candidate's compile caches persist between this team's runs of toy-decode (rules version 1) on slot 0",
       );
       expect(first.lines.join('\n')).toContain('kept between its runs of this benchmark and rules version');
+      expect(first.lines.filter((l) => l.startsWith('BOUND '))).toEqual(['BOUND errno 28']);
+      expect(first.lines.join('\n')).toMatch(
+        /saved its compile cache for this team's next run \(\d+ bytes\)/,
+      );
+      const saved = path.join(workDir, 'compile-cache', 'slot-0', 'toy-decode', 'rules-1', 'team-a', 'cache');
+      // regular files and folders only: the link the engine made was not kept
+      expect(readdirSync(path.join(saved, 'current', 'inductor')).sort()).toEqual(['kernel.bin', 'locked']);
 
       const again = await run('team-a', 1);
       expect(again.cache, again.why).toEqual(['CACHE found compiled by team-a']);
@@ -208,7 +226,7 @@ describe('the candidate compile cache through the agent and the harness', () => 
       const warm = await run('team-a', 3);
       expect(warm.cache, warm.why).toEqual(['CACHE empty']);
       const cache = path.join(workDir, 'compile-cache', 'slot-0', 'toy-decode', 'rules-3', 'team-a', 'cache');
-      writeFileSync(path.join(cache, 'inductor', 'huge.bin'), Buffer.alloc(256 * 1024, 1));
+      writeFileSync(path.join(cache, 'current', 'inductor', 'huge.bin'), Buffer.alloc(256 * 1024, 1));
       const r = await run('team-a', 3, 128 * 1024);
       expect(r.cache, r.why).toEqual(['CACHE empty']);
       const text = r.lines.join('\n');

@@ -50,8 +50,8 @@ const key = (over: Partial<CompileCacheKey> = {}): CompileCacheKey => ({
   rulesVersion: 1,
   ...over,
 });
-const prepare = (k: CompileCacheKey, maxBytes = 1 << 30, ownerUid: number | null = null, now?: Date) =>
-  prepareCompileCache({ root, key: k, maxBytes, ownerUid, now, note: (t) => notes.push(t) });
+const prepare = (k: CompileCacheKey, maxBytes = 1 << 30, now?: Date) =>
+  prepareCompileCache({ root, key: k, maxBytes, now, note: (t) => notes.push(t) });
 const fill = (dir: string, bytes: number, name = 'kernel.so') =>
   writeFileSync(path.join(dir, name), Buffer.alloc(bytes, 1));
 const outsideIntact = () => {
@@ -111,14 +111,14 @@ describe('the cache key', () => {
 });
 
 describe('preparing the cache', () => {
-  it('makes a 0700 folder owned by the candidate, and gives the same one back next run', async () => {
-    const first = await prepare(key(), 1 << 30, 61001);
+  it('makes a 0700 folder of its own, and gives the same one back next run', async () => {
+    const first = await prepare(key());
     expect(first.dir).toBe(cacheDirOf(entryDir(root, key())));
     const st = lstatSync(first.dir!);
     expect(st.isDirectory() && (st.mode & 0o777) === 0o700).toBe(true);
-    if (process.getuid?.() === 0) expect(st.uid).toBe(61001);
+    expect(st.uid).toBe(process.getuid?.());
     fill(first.dir!, 4096);
-    const second = await prepare(key(), 1 << 30, 61001);
+    const second = await prepare(key());
     expect(second).toMatchObject({ dir: first.dir });
     expect(second.dir !== null && second.bytes).toBeGreaterThanOrEqual(4096);
     expect(existsSync(path.join(first.dir!, 'kernel.so'))).toBe(true);
@@ -140,15 +140,15 @@ describe('preparing the cache', () => {
 
   it("evicts the least recently used teams of the slot first, never another slot's", async () => {
     const t = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, n));
-    const a = await prepare(key({ teamId: 'a' }), 1 << 30, null, t(1));
-    const b = await prepare(key({ teamId: 'b' }), 1 << 30, null, t(3));
-    const c = await prepare(key({ teamId: 'c' }), 1 << 30, null, t(2));
-    const far = await prepare(key({ teamId: 'a', slot: 1 }), 1 << 30, null, t(0));
+    const a = await prepare(key({ teamId: 'a' }), 1 << 30, t(1));
+    const b = await prepare(key({ teamId: 'b' }), 1 << 30, t(3));
+    const c = await prepare(key({ teamId: 'c' }), 1 << 30, t(2));
+    const far = await prepare(key({ teamId: 'a', slot: 1 }), 1 << 30, t(0));
     for (const d of [a, b, c, far]) fill(d.dir!, 64 * 1024);
     // one team too many: the slot's entries (d's still empty) less one of them
     const bound = (await diskBytes(path.join(root, 'slot-0'))) - 64 * 1024;
     notes = [];
-    const d = await prepare(key({ teamId: 'd' }), bound, null, t(4));
+    const d = await prepare(key({ teamId: 'd' }), bound, t(4));
     expect(d.dir).not.toBeNull();
     expect(existsSync(a.dir!)).toBe(false); // used at minute 1: the oldest
     expect(existsSync(b.dir!) && existsSync(c.dir!) && existsSync(far.dir!)).toBe(true);
@@ -185,7 +185,6 @@ describe('preparing the cache', () => {
       root: path.join(work, 'not-a-dir', 'compile-cache'),
       key: key(),
       maxBytes: 1 << 30,
-      ownerUid: null,
       note: () => undefined,
     });
     expect(r).toEqual({ dir: null, why: expect.stringContaining('could not be made ready') });
