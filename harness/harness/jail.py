@@ -17,6 +17,8 @@ bubblewrap that gives it:
   engine's at ENGINE_WORKDIR, the training child's at its own path) and /tmp;
 - for decode engines, the same start for all: workspace path, channel descriptor, HOME and cwd
   alike, and address-space randomisation off (ENGINE_WORKDIR, ENGINE_NO_ASLR);
+- compile caches below CHILD_CACHE_ROOT in its fresh /tmp, except a decode candidate's, which may
+  be its team's saved cache, bound there (compile_cache.py);
 - limits: RLIMIT_NPROC, RLIMIT_NOFILE, and RLIMIT_DATA on CPU-only runs (RLIMIT_AS/DATA break
   CUDA's address-space reservations, so GPU memory is the parent's measurer's job).
 
@@ -280,15 +282,22 @@ def engine_view(workdir: str, fd: int) -> tuple[str, int]:
 #: The compile caches an untrusted child may fill (torch.compile's Inductor, Triton, the CUDA JIT,
 #: everything under XDG). A training run's allowance includes compilation, and on the H200 the same
 #: torch.compile'd model reached its first update in 28.6-32.0 s with an empty cache and in
-#: 13.0-15.2 s with a warm one (harness/GPU_RESULTS.md, "Compile caches"): so every run starts cold,
-#: in folders of its own, and no team's compiled artifacts are ever read by another's run. A
-#: cache variable set on the agent's host (a shared folder) is never passed on.
+#: 13.0-15.2 s with a warm one (harness/GPU_RESULTS.md, "Compile caches"): so every training run
+#: starts cold, in folders of its own, and no team's compiled artifacts are ever read by another's
+#: run. A cache variable set on the agent's host (a shared folder) is never passed on. A decode
+#: candidate's warm-ups are not timed: there the harness may hand it the team's own saved cache
+#: (compile_cache.py) at the same path, so the environment stays the same for every child.
 COMPILE_CACHE_VARS = {
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
     "CUDA_CACHE_PATH": "nv",
     "XDG_CACHE_HOME": "xdg",
 }
+
+
+#: Where every jailed child's compile caches live (COMPILE_CACHE_VARS below it): its fresh /tmp,
+#: where a decode candidate with a persistent cache (compile_cache.py) has that bound instead.
+CHILD_CACHE_ROOT = "/tmp/dryft-caches"
 
 
 def fresh_caches(root: str) -> dict:
@@ -299,11 +308,12 @@ def fresh_caches(root: str) -> dict:
 def child_env(env: dict, home: str) -> dict:
     """The child's environment: the parent's, less the jail's settings; HOME is its own workspace
     (caches such as ~/.triton or ~/.cache land in its size-capped tmpfs), at the path it sees it;
-    the compile caches in its own fresh /tmp."""
+    the compile caches in its own fresh /tmp (for a decode candidate with a persistent cache, the
+    same path: jail_command binds that folder there)."""
     out = {k: v for k, v in env.items() if not k.startswith("DRYFT_JAIL")}
     out["HOME"] = home
     out["TMPDIR"] = "/tmp"
-    out.update(fresh_caches("/tmp/dryft-caches"))
+    out.update(fresh_caches(CHILD_CACHE_ROOT))
     return out
 
 
@@ -327,10 +337,12 @@ def kept_under_tmp() -> list[str]:
 
 
 def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: int, ready_fd: int,
-                 engine_fd: Optional[int] = None) -> list[str]:
+                 engine_fd: Optional[int] = None, cache_dir: Optional[str] = None) -> list[str]:
     """The bubblewrap command line. engine_fd: an engine child's channel descriptor, which it then
     sees at the same path and number as every other engine child (engine_view), with address-space
-    randomisation off (ENGINE_NO_ASLR); None: the child sees its folder at its own path."""
+    randomisation off (ENGINE_NO_ASLR); None: the child sees its folder at its own path. cache_dir:
+    the decode candidate's compile cache (compile_cache.CandidateCache.seed), bound read-write at
+    CHILD_CACHE_ROOT; None: the caches start empty in the child's fresh /tmp."""
     source = os.path.abspath(workdir)
     engine = engine_fd is not None
     workdir, inside_fd = engine_view(source, engine_fd) if engine else (source, None)
@@ -357,6 +369,8 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
         args += ["--perms", "0755", "--dir", parent]
     for path in kept:
         args += ["--ro-bind", path, path]
+    if cache_dir is not None:
+        args += ["--bind", cache_dir, CHILD_CACHE_ROOT]
     args += [
         "--ro-bind", source, SOURCE_MOUNT,
         "--size", size, "--tmpfs", workdir,
@@ -384,13 +398,14 @@ def jail_command(cmd: list[str], workdir: str, limits: JailLimits, seccomp_fd: i
 
 
 def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, memory_limit: Optional[int],
-          stdin=subprocess.DEVNULL, engine: bool = False,
-          cgroup: Optional[str] = None) -> tuple[subprocess.Popen, Optional[JailLimits]]:
+          stdin=subprocess.DEVNULL, engine: bool = False, cgroup: Optional[str] = None,
+          cache_dir: Optional[str] = None) -> tuple[subprocess.Popen, Optional[JailLimits]]:
     """Start an untrusted child: jailed when DRYFT_JAIL=1, else a plain subprocess. Either way in a
     new session (its own process group) with only pass_fds open beyond stdio. engine: a decode
     engine child, started alike with every other (engine_view; cmd names the workspace and
     pass_fds[0] as engine_view gives them). cgroup: a cgroup v2 folder the child joins before it
-    runs anything (in_cgroup), so that nothing it forks is ever born outside it."""
+    runs anything (in_cgroup), so that nothing it forks is ever born outside it. cache_dir: the
+    decode candidate's compile cache, bound in its jail only (for any other role it is ignored)."""
     if not enabled():
         proc = subprocess.Popen(in_cgroup(cmd, cgroup), cwd=cwd, stdin=stdin, pass_fds=pass_fds, close_fds=True,
                                 start_new_session=True, env=env)
@@ -407,7 +422,7 @@ def spawn(cmd: list[str], *, cwd: str, env: dict, pass_fds: tuple, role: str, me
         engine_fd = pass_fds[0] if engine else None
         home = engine_view(cwd, 0)[0] if engine else os.path.abspath(cwd)
         proc = subprocess.Popen(
-            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd), cgroup),
+            in_cgroup(jail_command(cmd, cwd, limits, sec_r, ready_w, engine_fd, cache_dir if role == "candidate" else None), cgroup),
             stdin=stdin, pass_fds=tuple(pass_fds) + (sec_r, ready_w), close_fds=True,
             start_new_session=True, env=child_env(env, home),
         )

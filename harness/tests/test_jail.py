@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from conftest import run_harness, toy_spec
-from harness import jail
+from harness import compile_cache, jail
 
 
 def _bwrap_problem():
@@ -399,3 +399,119 @@ def test_only_engine_children_are_moved_to_the_common_view(jailed):
     assert eng[eng.index("--tmpfs", eng.index(jail.SOURCE_MOUNT)) + 1] == jail.ENGINE_WORKDIR
     assert eng[eng.index("--workdir") + 1] == jail.ENGINE_WORKDIR and eng[eng.index("--move-fd") + 1] == f"9:{jail.ENGINE_FD}"
     assert "--no-aslr" in eng and eng.count("/some/where/ws") == 1  # only as the copy's source
+
+
+
+CACHE_PROBE = '''
+    import json, os
+    from base import Engine as _Base
+
+    class Engine(_Base):
+        def __init__(self, model_path):
+            super().__init__(model_path)
+            d = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+            f = os.path.join(d, "kernel")
+            found = open(f).read() if os.path.exists(f) else None
+            os.makedirs(d, exist_ok=True)
+            with open(f, "w") as fh:
+                fh.write(f"compiled by {os.getuid()}")
+            for name, make in (("escape", lambda p: os.symlink("/etc", p)), ("pipe", os.mkfifo)):
+                if not os.path.lexists(os.path.join(d, name)):
+                    make(os.path.join(d, name))
+            os.makedirs(os.path.join(d, "locked"), exist_ok=True)
+            os.chmod(os.path.join(d, "locked"), 0)
+            print("cache-check " + json.dumps({"uid": os.getuid(), "found": found, "dir": d}), flush=True)
+'''
+
+
+def test_only_the_candidate_gets_the_teams_saved_compile_cache(tmp_path, make_engine, jailed):
+    """The agent gives a decode run the team's persistent folder and a work folder (its tmpfs):
+    the candidate finds in run 2 what it compiled in run 1; the trusted baseline, at the same path in
+    its environment, starts from an empty cache of its own every run and never writes into the
+    team's. Only regular files and folders are saved: no link, no fifo."""
+    candidate = make_engine(CACHE_PROBE)
+    baseline = tmp_path / "baseline" / "engine"
+    shutil.copytree(candidate, baseline)
+    persistent, work = tmp_path / "team-cache", tmp_path / "work"
+    persistent.mkdir(mode=0o700)
+    work.mkdir()
+    jailed.setenv(compile_cache.PERSISTENT_ENV, str(persistent))
+    jailed.setenv(compile_cache.WORK_ENV, str(work))
+    spec = toy_spec("official", baselineEngine=str(baseline), samplesPerWorkload=2, maxPairs=2,
+                    checks={"maxRatioSpreadPct": 10000}, baseline=None)
+    import json as _json
+    seen = []
+    for n in range(2):
+        (tmp_path / f"run{n}").mkdir()
+        run = run_harness(spec, candidate, tmp_path / f"run{n}")
+        assert run.result["status"] == "succeeded", run.result
+        lines = [_json.loads(line.split(" ", 1)[1]) for line in run.stdout.splitlines() if line.startswith("cache-check ")]
+        seen.append({x["uid"]: x for x in lines})
+        assert any("are this team's own" in e["message"] for e in run.of("log")), run.of("log")
+        assert "saved its compile cache" in run.stderr, run.stderr
+    assert seen[0][61101]["found"] is None and seen[0][61100]["found"] is None, seen
+    assert seen[1][61101]["found"] == "compiled by 61101", seen  # the candidate's own, from run 1
+    assert seen[1][61100]["found"] is None, seen  # the baseline: empty again, never the team's
+    assert seen[1][61100]["dir"] == seen[1][61101]["dir"] == "/tmp/dryft-caches/inductor", seen
+    saved = persistent / compile_cache.CURRENT / "inductor"
+    assert (saved / "kernel").read_text() == "compiled by 61101"
+    assert sorted(os.listdir(persistent)) == [compile_cache.CURRENT]  # next/ and old/ swapped away
+    assert sorted(os.listdir(saved)) == ["kernel", "locked"]  # the link and the fifo stayed behind
+
+
+def test_a_cache_that_cannot_be_copied_in_starts_empty_and_keeps_the_saved_one(tmp_path, monkeypatch):
+    persistent, work = tmp_path / "team-cache", tmp_path / "work"
+    (persistent / compile_cache.CURRENT / "triton").mkdir(parents=True)
+    (persistent / compile_cache.CURRENT / "triton" / "k.so").write_bytes(b"x" * 10)
+    os.symlink("/etc/passwd", persistent / compile_cache.CURRENT / "triton" / "passwd")
+    work.mkdir()
+    (work / "stale").write_text("from a run before")
+    logs = []
+    cache = compile_cache.CandidateCache(str(persistent), str(work), logs.append)
+    assert cache.seed(None) == str(work)
+    assert sorted(os.listdir(work)) == ["triton"] and os.listdir(work / "triton") == ["k.so"], os.listdir(work / "triton")
+    assert "holds 10 bytes" in logs[-1]
+    real_copy = compile_cache._copy
+    monkeypatch.setattr(compile_cache, "_copy", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    cache.seed(None)
+    assert os.listdir(work) == [] and "starts empty this run" in logs[-2], logs
+    monkeypatch.setattr(compile_cache, "_copy", real_copy)
+    # a save cut short (a next/ left behind) never replaces current/ with half a cache
+    (persistent / compile_cache.NEXT).mkdir()
+    (work / "new.bin").write_bytes(b"y")
+    assert cache.save() == 1
+    assert sorted(os.listdir(persistent)) == [compile_cache.CURRENT]
+    assert os.listdir(persistent / compile_cache.CURRENT) == ["new.bin"]
+    for env in (compile_cache.PERSISTENT_ENV, compile_cache.WORK_ENV):
+        monkeypatch.delenv(env, raising=False)
+    assert compile_cache.configured() is None
+    monkeypatch.setenv(compile_cache.PERSISTENT_ENV, str(persistent))
+    monkeypatch.setenv(compile_cache.WORK_ENV, str(work))
+    assert compile_cache.configured() == (str(persistent), str(work))
+    os.symlink(work, tmp_path / "link")
+    monkeypatch.setenv(compile_cache.WORK_ENV, str(tmp_path / "link"))
+    assert compile_cache.configured() is None  # a link in a folder's place: no cache at all
+
+
+def test_the_compile_cache_is_bound_in_the_candidates_jail_alone(tmp_path, jailed):
+    limits = jail.JailLimits(uid=None, nproc=10, nofile=10, data=None, memory_limit=None, workspace=1 << 20)
+    bound = jail.jail_command(["x"], "/ws", limits, 5, 6, engine_fd=9, cache_dir="/dryft/compile-work")
+    i = bound.index("/dryft/compile-work")
+    assert bound[i - 1:i + 2] == ["--bind", "/dryft/compile-work", jail.CHILD_CACHE_ROOT]
+    assert bound.index("/tmp") < i  # over the fresh /tmp, not under it
+    assert "/dryft/compile-work" not in jail.jail_command(["x"], "/ws", limits, 5, 6, engine_fd=9)
+    # spawn binds it for the candidate only, whatever it is handed
+    class Planned(Exception):
+        pass
+
+    def plan(*args, **kwargs):
+        raise Planned(args[6] if len(args) > 6 else kwargs.get("cache_dir"))
+
+    jailed.setattr(jail, "jail_command", plan)
+    for role, expected in (("candidate", "/w"), ("baseline", None), ("reference", None), ("training", None)):
+        with pytest.raises(Planned) as got:
+            jail.spawn(["x"], cwd=str(tmp_path), env={}, pass_fds=(), role=role, memory_limit=None, cache_dir="/w")
+        assert got.value.args[0] == expected, role
+    # and the agent's variables never reach a child's environment
+    env = dict(os.environ, **{compile_cache.PERSISTENT_ENV: "/a", compile_cache.WORK_ENV: "/b"})
+    assert not {compile_cache.PERSISTENT_ENV, compile_cache.WORK_ENV} & set(jail.child_env(env, "/run/engine"))

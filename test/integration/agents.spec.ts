@@ -94,6 +94,9 @@ describe('agents: organizer routes, pushed dispatch, downloads and the protocol'
     const view = await alice.run(run.id);
     expect(view.status).toBe('assigned');
     expect(view.agentName).toBe('push-box');
+    // the agent keys the candidate's compile cache by the run's team (apps/gpu-agent/src/compile-cache.ts)
+    expect(assign.teamId).toBe(view.teamId);
+    expect(assign.teamId).toBeTruthy();
 
     const url = `${hub.baseUrl}${assign.submission.url}`;
     expect((await fetch(url)).status).toBe(401); // no agent token

@@ -77,6 +77,21 @@ export const AgentConfigFile = z.object({
         .default(1024 * 1024 * 1024),
     })
     .prefault({}),
+  /**
+   * The candidate's compile cache for decode runs, kept between one team's runs on one slot
+   * (compile-cache.ts): `maxBytesPerSlot` bounds the slot's caches together (least recently used
+   * team evicted first); 0 turns it off (every decode run compiles from an empty cache, as training
+   * runs always do).
+   */
+  compileCache: z
+    .object({
+      maxBytesPerSlot: z
+        .number()
+        .int()
+        .nonnegative()
+        .default(4 * 1024 * 1024 * 1024),
+    })
+    .prefault({}),
   cancelGraceMs: z.number().int().positive().default(5_000),
   shutdownGraceMs: z.number().int().nonnegative().default(60_000),
   batchIntervalMs: z.number().int().positive().default(50),

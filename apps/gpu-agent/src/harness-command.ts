@@ -11,6 +11,8 @@ import {
   bwrapArgs,
   interpreterPaths,
   isSystemPath,
+  SANDBOX_COMPILE_CACHE,
+  SANDBOX_COMPILE_WORK,
   SANDBOX_PRIVATE,
   SANDBOX_WORKSPACE,
   unreadableByEngine,
@@ -50,6 +52,8 @@ export async function harnessLaunch(o: {
   /** The events channel's folder and socket (see harness-events.ts). */
   socketDir: string;
   socketPath: string;
+  /** The candidate's persistent compile cache (compile-cache.ts), sandboxed runs only; null: none. */
+  compileCache?: string | null;
 }): Promise<Launch> {
   const { config, prepared: p, assign } = o;
   const python = pythonFor(p.spec, config.harness.python);
@@ -118,6 +122,13 @@ export async function harnessLaunch(o: {
     USER: 'dryft',
     LOGNAME: 'dryft',
   });
+  // The harness copies the team's saved cache into the work tmpfs, binds that into the candidate's
+  // jail alone and saves it back after the run (harness/harness/compile_cache.py); DRYFT_JAIL_*
+  // never reaches an engine's environment.
+  if (o.compileCache) {
+    env.DRYFT_JAIL_COMPILE_CACHE = SANDBOX_COMPILE_CACHE;
+    env.DRYFT_JAIL_COMPILE_WORK = SANDBOX_COMPILE_WORK;
+  }
   const readOnly = [...interpreterPaths(python), config.harness.dir!, o.socketDir];
   // The harness starts each engine child in a nested bubblewrap: the same binary, which a box
   // without the Debian package may keep outside /usr (the gpu-smoke pack's bin/bwrap).
@@ -128,6 +139,8 @@ export async function harnessLaunch(o: {
   const args = bwrapArgs({
     workspace: p.workspace,
     privateDir: p.privateDir,
+    // The run's copy is bounded like the engine's /tmp: it cannot fill the agent's disk mid-run.
+    compileCache: o.compileCache ? { dir: o.compileCache, bytes: limits.workspaceBytes } : null,
     readOnly,
     gpus: o.gpus,
     forbidden: [

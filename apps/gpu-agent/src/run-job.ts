@@ -1,6 +1,13 @@
 import type { HarnessResultEvent, RunAssign, RunFinished } from '@dryft/libs';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import {
+  candidateCacheKey,
+  compileCacheRoot,
+  entryDir,
+  enforceSlotBound,
+  prepareCompileCache,
+} from './compile-cache';
 import type { AgentConfig } from './config';
 import { harnessLaunch } from './harness-command';
 import { EventsChannel, HarnessEvents } from './harness-events';
@@ -169,8 +176,51 @@ export class RunJob {
     this.outbox.line('agent', text);
   }
 
+  /**
+   * The candidate's persistent compile cache for this run (compile-cache.ts), or null: decode runs
+   * in the sandbox only (the harness binds it into the candidate's jail). The log says which.
+   */
+  private async compileCache(): Promise<string | null> {
+    const { config } = this.host;
+    const key = candidateCacheKey(this.assign);
+    if ('none' in key) return null;
+    const say = (why: string) =>
+      this.note(`compile cache: the candidate compiles from an empty cache (${why})`);
+    if (!this.host.sandboxed) {
+      say('no persistent compile cache without the sandbox');
+      return null;
+    }
+    const root = compileCacheRoot(config.workDir);
+    const ready = await prepareCompileCache({
+      root,
+      key,
+      maxBytes: config.compileCache.maxBytesPerSlot,
+      note: (text) => this.note(text),
+    });
+    if (ready.dir === null) {
+      say(ready.why);
+      return null;
+    }
+    this.cleanup.push(async () => {
+      // What the run wrote counts too: the slot goes back under its bound (this team's cache last).
+      const { removed } = await enforceSlotBound({
+        root,
+        slot: key.slot,
+        maxBytes: config.compileCache.maxBytesPerSlot,
+        keep: entryDir(root, key),
+      });
+      for (const dir of removed)
+        this.host.log(`run ${this.runId}: compile cache: evicted ${dir} (over the slot's bound)`);
+    });
+    this.note(
+      `compile cache: the candidate's compile caches persist between this team's runs of ${key.benchmarkId} (rules version ${key.rulesVersion}) on slot ${key.slot}, ${ready.bytes} bytes kept so far; no other team's run sees them, and the trusted engines start from empty ones`,
+    );
+    return ready.dir;
+  }
+
   private async runHarness(prepared: PreparedRun): Promise<number | null> {
     const { config } = this.host;
+    const compileCache = await this.compileCache();
     const channel = await EventsChannel.open(
       path.join(tempRoot(), tempPrefix(config.workDir)),
       (line) => this.events.line(line),
@@ -185,6 +235,7 @@ export class RunJob {
       prepared,
       socketDir: channel.socketDir,
       socketPath: channel.socketPath,
+      compileCache,
     });
     const exitCode = await this.process.run(launch, (data) => this.output.write(data));
     await channel.drain(2_000);

@@ -68,6 +68,13 @@ export function probeSandbox(): SandboxProbe {
 /** Where the run's workspace (read-only; each engine child gets a sized copy) and private folder appear inside. */
 export const SANDBOX_WORKSPACE = '/dryft/workspace';
 export const SANDBOX_PRIVATE = '/dryft/private';
+/**
+ * The candidate team's persistent compile cache (compile-cache.ts), for the harness alone, and the
+ * sized tmpfs it copies it into for the run: the only one of the two the candidate's jail binds
+ * (harness/harness/compile_cache.py).
+ */
+export const SANDBOX_COMPILE_CACHE = '/dryft/compile-cache';
+export const SANDBOX_COMPILE_WORK = '/dryft/compile-work';
 
 export interface SandboxPlan {
   /** The unpacked submission: read-only here; the harness copies it into each child's sized tmpfs. */
@@ -76,6 +83,12 @@ export interface SandboxPlan {
   privateDir: string;
   /** What the run reads: the interpreter's folders, the harness, the model, the baseline engine, the events socket's folder. */
   readOnly: string[];
+  /**
+   * The candidate's persistent compile cache (compile-cache.ts), read-write at SANDBOX_COMPILE_CACHE,
+   * with an empty tmpfs of `bytes` at SANDBOX_COMPILE_WORK; null or absent: none (the run's engines
+   * compile from empty caches of their own).
+   */
+  compileCache?: { dir: string; bytes: number } | null;
   /** GPU ids of the slot: only their /dev/nvidiaN nodes are visible. */
   gpus: string[];
   /** Paths that must never be visible (the work dir of other runs, the hub's data, the agent's files): a read-only path that is or holds one of them is refused. */
@@ -194,6 +207,7 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     ...readOnly,
     SANDBOX_WORKSPACE,
     SANDBOX_PRIVATE,
+    ...(plan.compileCache ? [SANDBOX_COMPILE_CACHE, SANDBOX_COMPILE_WORK] : []),
     ...ETC_FILES.filter((f) => existsSync(f)),
   ];
   const above = new Set<string>();
@@ -221,6 +235,10 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   // The private folder is writable only so the harness can delete the spec once read (--consume-spec):
   // the hidden workloads are gone before any submission code runs.
   args.push('--bind', plan.privateDir, SANDBOX_PRIVATE);
+  if (plan.compileCache) {
+    args.push('--bind', plan.compileCache.dir, SANDBOX_COMPILE_CACHE);
+    args.push('--perms', '0700', '--size', String(plan.compileCache.bytes), '--tmpfs', SANDBOX_COMPILE_WORK);
+  }
   for (const id of plan.gpus) {
     const node = `/dev/nvidia${id}`;
     if (existsSync(node)) args.push('--dev-bind', node, node);

@@ -100,6 +100,7 @@ function config(script: string, cancelGraceMs = 5_000): AgentConfig {
     hidePaths: [],
     sandboxUidBase: 61000,
     limits: { processes: 2048, openFiles: 4096, memoryBytes: null, workspaceBytes: 1 << 30 },
+    compileCache: { maxBytesPerSlot: 0 },
     cancelGraceMs,
     shutdownGraceMs: 1_000,
     batchIntervalMs: 10,

@@ -93,6 +93,7 @@ class EngineProcess:
     limits: Optional[jail.JailLimits] = None
     inside_dir: Optional[str] = None  # the workspace's path as the child sees it
     family: Optional[Family] = None  # every process of the child, for the freezer (freezer.py)
+    cache_dir: Optional[str] = None  # the candidate's compile cache, bound in its jail (compile_cache.py)
     _seen: dict = field(default_factory=dict)  # pid -> start time of members seen before a stop
 
     def start(self, cgroup: Optional[str] = None) -> None:
@@ -124,6 +125,7 @@ class EngineProcess:
                 memory_limit=self.memory_limit,
                 engine=True,
                 cgroup=cgroup,
+                cache_dir=self.cache_dir,
             )
         except jail.JailError:
             parent_sock.close()

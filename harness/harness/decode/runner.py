@@ -46,6 +46,7 @@ import statistics
 import time
 from typing import Optional
 
+from .. import compile_cache, jail
 from .engineproc import EngineFailure, EngineProcess, Sample
 from .failures import HarnessFailure, IdleEngineFailure  # noqa: F401 (HarnessFailure re-exported)
 from .freezer import Freezer
@@ -145,6 +146,7 @@ class DecodeRun:
         self.measurer_name = None
         self.peak = None
         self.output = OutputCheck(self.spec.checks.logit_tolerance, self.events.log)
+        self.cache: Optional[compile_cache.CandidateCache] = None  # the candidate's, when the agent gave one
 
     def _open_reference(self) -> None:
         """The parent's reference model: the output check's judge."""
@@ -180,6 +182,8 @@ class DecodeRun:
         measured for the log but never judged."""
         limits = self.spec.limits
         procs: dict = {}
+        # Before the load clock starts: copying the team's saved cache in is the evaluator's time.
+        cache_dir = self._candidate_cache() if "candidate" in roles else None
         t = time.perf_counter()
         deadline, text = self._deadline(limits.load_seconds, "limits.loadSeconds")
         for role in roles:
@@ -188,6 +192,7 @@ class DecodeRun:
             self.procs.append(proc)
             if role == "candidate":
                 self.measurer_name = measurer.name if measurer.applicable else None
+                proc.cache_dir = cache_dir
             self.freezer = self.freezer or Freezer(self.events.log)
             cgroup = self.freezer.prepare(role)
             proc.start(cgroup.path if cgroup else None)
@@ -205,6 +210,28 @@ class DecodeRun:
             if role == "candidate":
                 self.metrics["loadSeconds"] = load_s
         return procs
+
+    def _candidate_cache(self) -> Optional[str]:
+        """In the jail: the team's saved compile cache, copied into the work tmpfs the agent gave
+        this run, becomes the candidate's (compile_cache.py): the folder its jail binds. None: its
+        caches start empty in its own /tmp."""
+        if not jail.enabled():
+            return None
+        names = ", ".join(jail.COMPILE_CACHE_VARS)
+        self.cache = self.cache or compile_cache.CandidateCache.from_env(self.events.log)
+        if self.cache is None:
+            self.events.log(f"candidate: its compile caches ({names}) start empty in this run")
+            return None
+        self.events.log(f"candidate: its compile caches ({names}) are this team's own, kept between its runs of this "
+                        "benchmark and rules version on this slot (never another team's; the trusted engines start empty)")
+        try:
+            return self.cache.seed(jail.limits_for("candidate", None).uid)
+        except OSError as exc:
+            # the run goes on: the candidate compiles from an empty cache in its own /tmp, and the
+            # saved one is left as it was
+            self.events.log(f"candidate: its compile cache could not be prepared ({exc}); it starts empty in this run", "warn")
+            self.cache = None
+            return None
 
     def _prompts(self, w: Workload, sample_no: int):
         nonce = self.nonce if w.hidden else None
@@ -495,3 +522,5 @@ def run(spec: dict, submission_dir: str, events, **kwargs) -> None:
             proc.close()
         if decode.reference is not None:
             decode.reference.close()
+        if decode.cache is not None:
+            decode.cache.save_quietly()  # every engine child is gone: nothing writes to it any more

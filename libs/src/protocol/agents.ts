@@ -156,6 +156,13 @@ export const RunAssign = z.object({
    */
   mode: z.enum(['public', 'official', 'baseline', 'calibration']),
   slot: z.number().int().nonnegative(),
+  /**
+   * The team whose submission this is (null or absent: an organizer's re-measure or calibration, or
+   * an older hub). The agent keys the candidate's persistent compile cache by it
+   * (apps/gpu-agent/src/compile-cache.ts): no team ever reads another's; without it the run
+   * compiles from an empty cache.
+   */
+  teamId: z.string().nullable().optional(),
   /** Null for a baseline re-measure: nothing to download, the harness gets an empty workspace. */
   submission: z
     .object({

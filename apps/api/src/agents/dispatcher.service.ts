@@ -190,6 +190,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnModuleDestroy {
         benchmarkId: run.benchmarkId,
         mode: run.mode,
         slot: run.slot,
+        teamId: run.teamId,
         submission: await this.submissionRef(run, token),
         spec: await this.specFor(run, agent.capabilities),
         deadlineAt: run.deadlineAt!.getTime(),
