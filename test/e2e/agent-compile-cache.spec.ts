@@ -15,10 +15,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentConfig } from '../src/config';
-import { RunJob } from '../src/run-job';
-import type { RunHost } from '../src/run-job';
-import { probeSandbox } from '../src/sandbox';
+import type { AgentConfig } from '../../apps/gpu-agent/src/config';
+import { RunJob } from '../../apps/gpu-agent/src/run-job';
+import type { RunHost } from '../../apps/gpu-agent/src/run-job';
+import { probeSandbox } from '../../apps/gpu-agent/src/sandbox';
 
 /**
  * The candidate's persistent compile cache through the real agent and the real harness, sandboxed
@@ -28,7 +28,7 @@ import { probeSandbox } from '../src/sandbox';
  * nothing, and after the benchmark's rules version changes it is gone. Needs root and bubblewrap
  * (the engine's own uid), as test/e2e/sandbox.spec.ts.
  */
-const ROOT = path.resolve(__dirname, '..', '..', '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 const sandbox = probeSandbox();
 const ok = sandbox.ok && process.getuid?.() === 0;
 if (!ok)
