@@ -182,8 +182,13 @@ describe('the whole-run time limit, reached by the agent first (over socket.io)'
       [run.id],
     );
     const finished: RunView[] = [];
-    const off = hub.app.get(EventBus).on('run.finished', ({ runId, run: view }) => {
+    const statuses: RunView[] = [];
+    const bus = hub.app.get(EventBus);
+    const offFinished = bus.on('run.finished', ({ runId, run: view }) => {
       if (runId === run.id) finished.push(view);
+    });
+    const offStatus = bus.on('run.status', ({ run: view }) => {
+      if (view.id === run.id) statuses.push(view);
     });
     try {
       // What apps/gpu-agent reports when its deadline timer fires (verdict.ts).
@@ -202,7 +207,8 @@ describe('the whole-run time limit, reached by the agent first (over socket.io)'
       );
       expect(ack).toMatchObject({ ok: true });
     } finally {
-      off();
+      offFinished();
+      offStatus();
     }
     const explained = {
       status: 'canceled',
@@ -214,12 +220,20 @@ describe('the whole-run time limit, reached by the agent first (over socket.io)'
       quotaRefunded: false,
     };
     expect(await alice.run(run.id)).toMatchObject(explained);
-    // The live status, the webhooks and the dispatcher hear it from run.finished's view.
+    // The webhooks (run.finished) and `/live` (run.status) send these views.
     expect(finished).toHaveLength(1);
     expect(finished[0]).toMatchObject(explained);
+    expect(statuses.at(-1)).toMatchObject(explained);
     // A resend (a lost ack) changes nothing.
     expect(
-      await agent.finish(run.id, { status: 'failed', failureCode: 'timeout', message: 'x', score: null, workloads: [], metrics: {} }),
+      await agent.finish(run.id, {
+        status: 'failed',
+        failureCode: 'timeout',
+        message: 'x',
+        score: null,
+        workloads: [],
+        metrics: {},
+      }),
     ).toMatchObject({ ok: true });
     expect(await alice.run(run.id)).toMatchObject(explained);
   });
@@ -230,7 +244,14 @@ describe('the whole-run time limit, reached by the agent first (over socket.io)'
     await agent.events(run.id, []);
     const ack = await agent.finish(
       run.id,
-      { status: 'failed', failureCode: null, message: 'Canceled: something new', score: null, workloads: [], metrics: {} },
+      {
+        status: 'failed',
+        failureCode: null,
+        message: 'Canceled: something new',
+        score: null,
+        workloads: [],
+        metrics: {},
+      },
       undefined,
       { cancelReason: 'a_reason_from_a_newer_agent' },
     );

@@ -525,7 +525,12 @@ describe('verdictOf', () => {
         finished(run.id, {
           canceled: true,
           cancelReason: 'run_time_limit',
-          result: aResult({ status: 'failed', failureCode: null, score: null, message: 'Canceled: stopped.' }),
+          result: aResult({
+            status: 'failed',
+            failureCode: null,
+            score: null,
+            message: 'Canceled: stopped.',
+          }),
         }),
         now,
       );
@@ -548,7 +553,11 @@ describe('verdictOf', () => {
     });
 
     it('a run the limit stopped before it started (preparing) is refunded, as every early cancel is', () => {
-      const run = aRun({ status: 'assigned', deadlineAt: new Date(now.getTime() - 500), runTimeLimitSeconds: 90 });
+      const run = aRun({
+        status: 'assigned',
+        deadlineAt: new Date(now.getTime() - 500),
+        runTimeLimitSeconds: 90,
+      });
       const v = verdictOf(run, finished(run.id, { canceled: true, cancelReason: 'run_time_limit' }), now);
       expect(v).toMatchObject({ ...explained, quotaRefunded: true });
     });
@@ -580,7 +589,10 @@ describe('verdictOf', () => {
       const run = atDeadline();
       const v = verdictOf(
         run,
-        finished(run.id, { canceled: true, result: aResult({ status: 'failed', message: 'Canceled: by alice' }) }),
+        finished(run.id, {
+          canceled: true,
+          result: aResult({ status: 'failed', message: 'Canceled: by alice' }),
+        }),
         now,
       );
       expect(v).toMatchObject({ status: 'canceled', message: 'Canceled: by alice', cancelReason: null });
