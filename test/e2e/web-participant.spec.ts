@@ -12,7 +12,7 @@ import { ownerWithTeam, signIn, type TestUser } from '../support/users';
 
 /**
  * The participant's path through the web, past the happy path: removing a member and the invite
- * code, the run page live / succeeded / failed at a lowered whole-run limit, the leaderboard and a
+ * code, the run page live / succeeded / canceled at a lowered whole-run limit, the leaderboard and a
  * team page after a rules bump, the Submissions page (default benchmark, Connect a repository, a ZIP,
  * collapsed rule lists), the cancel dialog, stable chart colours, the 404 page and the training
  * wording. The real API on real Postgres serves the built app; TestAgent reports runs through the
