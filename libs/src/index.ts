@@ -13,6 +13,7 @@ export * from './archive/python';
 export * from './rest/text';
 export * from './rest/accounts';
 export * from './rest/runs';
+export * from './rest/whole-run-limit';
 export * from './rest/queries';
 export * from './protocol/ack';
 export * from './protocol/agents';

@@ -37,7 +37,16 @@ const contexts: BrowserContext[] = [];
 const dirs: string[] = [];
 const consoleErrors: string[] = [];
 
-async function browserAs(user: TestUser | null, label: string, width = 1280): Promise<Page> {
+/**
+ * A browser signed in as `user` (null: signed out). `scrollbars`: the classic scrollbars a desktop
+ * browser draws, which take room from a scrolling box (headless Chromium hides them by default).
+ */
+async function browserAs(
+  user: TestUser | null,
+  label: string,
+  width = 1280,
+  opts: { scrollbars?: boolean } = {},
+): Promise<Page> {
   const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-${label}-`));
   dirs.push(dir);
   const ctx = await chromium.launchPersistentContext(dir, {
@@ -46,6 +55,7 @@ async function browserAs(user: TestUser | null, label: string, width = 1280): Pr
     args: ARGS,
     viewport: { width, height: 860 },
     baseURL: hub.baseUrl,
+    ...(opts.scrollbars ? { ignoreDefaultArgs: ['--hide-scrollbars'] } : {}),
   });
   contexts.push(ctx);
   if (user)
@@ -362,7 +372,7 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     const promise = await text(page, 'official-promise');
     expect(promise).not.toContain('five samples');
     expect(promise).toContain(
-      'Hidden workloads determine your score: at least 5 and up to 24 pairs each (the candidate beside the trusted engine), until the score’s 95 % interval is within ±3 %. Each pair can take up to twice the 5 s sample budget; the whole run stops at the 5 min whole-run limit.',
+      'Hidden workloads determine your score: at least 5 and up to 24 pairs each (the candidate beside the trusted engine), until the score’s 95 % interval is within ±3 %. Each pair can take up to twice the 5 s sample budget; a run over the 5 min whole-run limit is canceled, with the limit named.',
     );
   });
 
@@ -454,7 +464,7 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     expect(await page.locator('main').innerText()).not.toContain('against the cached baseline');
   });
 
-  it('1280 px: a long log line is not cut: the log scrolls sideways to its last character', async () => {
+  it('1280 px: a long log line is not cut: the log scrolls sideways to its last character, clear of the scrollbars', async () => {
     const up = await owner.upload(
       '/api/submissions',
       { benchmark: 'toy-decode' },
@@ -467,9 +477,12 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
     const agent = new TestAgent(hub);
     await agent.claim(run.body.run.id);
     const long = `step ${'0123456789 '.repeat(30)}LAST-WORD`;
-    await agent.log(run.body.run.id, 'short line', long);
+    // Enough lines around it for a vertical scrollbar as well as the horizontal one.
+    const filler = Array.from({ length: 60 }, (_, i) => `filler ${i}`);
+    // (near the end: the log opens at its tail)
+    await agent.log(run.body.run.id, 'short line', ...filler.slice(0, 55), long, ...filler.slice(55));
     await agent.finish(run.body.run.id, { status: 'succeeded' });
-    const page = await browserAs(owner, 'log-1280', 1280);
+    const page = await browserAs(owner, 'log-1280', 1280, { scrollbars: true });
     await page.goto(`/runs/${run.body.run.id}`);
     const line = page.getByTestId('log-lines').locator('.line', { hasText: 'LAST-WORD' });
     await line.waitFor({ timeout: 10_000 });
@@ -491,13 +504,20 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
         last: last.right,
         left: box.left,
         right: box.right,
+        // What is not under the vertical scrollbar: the box's client area.
+        clientRight: box.left + scroller.clientLeft + scroller.clientWidth,
+        scrollbar: scroller.offsetWidth - scroller.clientLeft * 2 - scroller.clientWidth,
         viewport: document.documentElement.clientWidth,
       };
     });
-    // the log box fits the page, and its last character can be brought into the box
+    // the scrollbars are drawn, as in a desktop browser
+    expect(seen.scrollbar).toBeGreaterThan(0);
+    // the log box fits the page, and its last character can be brought wholly into view, with room
+    // after it: the line's right padding scrolls too (before, the scroll stopped at the glyph's
+    // edge and cut a fraction of it off at the rounded scroll width)
     expect(seen.right).toBeLessThanOrEqual(seen.viewport);
     expect(seen.last).toBeGreaterThan(seen.left);
-    expect(seen.last).toBeLessThanOrEqual(seen.right);
+    expect(seen.last).toBeLessThanOrEqual(seen.clientRight - 8);
   });
 
   it('a team page follows a new best and a rules bump live', async () => {

@@ -12,7 +12,7 @@ import { ownerWithTeam, signIn, type TestUser } from '../support/users';
 
 /**
  * The participant's path through the web, past the happy path: removing a member and the invite
- * code, the run page live / succeeded / failed at a lowered whole-run limit, the leaderboard and a
+ * code, the run page live / succeeded / canceled at a lowered whole-run limit, the leaderboard and a
  * team page after a rules bump, the Submissions page (default benchmark, Connect a repository, a ZIP,
  * collapsed rule lists), the cancel dialog, stable chart colours, the 404 page and the training
  * wording. The real API on real Postgres serves the built app; TestAgent reports runs through the
@@ -279,7 +279,7 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
       .toMatch(/^cancel/);
   });
 
-  it('9: a run stopped at a lowered whole-run limit shows the limit that applied, in the failure too', async () => {
+  it('9: a run stopped at a lowered whole-run limit is canceled with the limit that applied, explained', async () => {
     const page = await browserAs(owner, 'failed');
     const runId = await startRun('public');
     const gpu = agent();
@@ -298,26 +298,35 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
       .poll(() => page.getByTestId('run-limit').textContent(), { timeout: 20_000 })
       .toContain('2 min');
     await gpu.log(runId, "stopping: the run reached the organizer's whole-run time limit");
-    await gpu.finish(runId, {
-      status: 'failed',
-      failureCode: 'timeout',
-      message: "The run exceeded the organizer's whole-run time limit and was stopped.",
-      detail:
-        'Traceback (most recent call last):\n  File "engine.py", line 41, in generate\n    time.sleep(600)\nKeyboardInterrupt',
-    });
+    // what apps/gpu-agent reports when its deadline timer fires (verdict.ts)
+    await gpu.finish(
+      runId,
+      {
+        status: 'failed',
+        failureCode: null,
+        message: "Canceled: the run exceeded the organizer's whole-run time limit.",
+        detail:
+          'Traceback (most recent call last):\n  File "engine.py", line 41, in generate\n    time.sleep(600)\nKeyboardInterrupt',
+      },
+      true,
+      'run_time_limit',
+    );
     await expect
       .poll(async () => (await page.getByTestId('run-status').textContent())!.trim(), { timeout: 20_000 })
-      .toBe('stopped · whole-run limit');
+      .toBe('canceled · whole-run limit');
     const failure = page.getByTestId('failure');
-    // the seed: a run over the whole-run limit is stopped with an explanation, not "failed · timeout"
+    // the seed: a run over the whole-run limit is canceled with an explanation, not "failed · timeout"
     expect(await failure.getByTestId('failure-title').textContent()).toContain(
-      'Stopped at the whole-run time limit',
+      'Canceled at the whole-run time limit',
     );
     await failure.getByText('The organizer’s whole-run time limit (2 min for this run) stopped it').waitFor();
-    await failure.getByText('The whole-run time limit in force was 120 s.').waitFor();
+    await failure
+      .getByText("Canceled: the run exceeded the organizer's whole-run time limit of 120 s.", { exact: true })
+      .waitFor();
+    await failure.getByText('It had started, so it counts as a run for the daily limit').waitFor();
     await failure.getByText('File "engine.py", line 41').waitFor();
     expect(await page.getByTestId('run-limit').textContent()).toContain('2 min for this run');
-    // failed without samples: no empty chart frames
+    // ended without samples: no empty chart frames
     await page.getByTestId('timings-empty').getByText('No timed samples were recorded.').waitFor();
     expect(await page.getByTestId('chart-ttft').count()).toBe(0);
     await shot(page, 'participant-run-failed');

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wholeRunLimitCancelReason, wholeRunLimitMessage } from '@dryft/libs';
 import type { MetricView, RunView } from '@dryft/libs';
 import {
   AgentProc,
@@ -208,7 +209,7 @@ describe.skipIf(
     );
 
     it(
-      'the organizer lowers the limit while the agent is out of touch: the reconnected agent stops the run at the new deadline, as timeout, within the grace',
+      'the organizer lowers the limit while the agent is out of touch: the reconnected agent stops the run at the new deadline, canceled with the limit in force named, within the grace',
       async () => {
         const { run, watcher } = await train();
         let limit = 0;
@@ -238,11 +239,24 @@ describe.skipIf(
 
           const done = await owner.waitFor(run.id, terminal, TEST_MS);
           const res = await result(run.id);
+          // The product page: a run over the whole-run limit is canceled with an explanation, naming
+          // the limit in force (not "failed · timeout", which is a sample over its own budget).
           expect(
-            { status: done.status, failureCode: done.failureCode },
-            `${done.message}\n${agent.output().slice(-3000)}`,
-          ).toEqual({ status: 'failed', failureCode: 'timeout' });
-          expect(done.message).toContain(`The whole-run time limit in force was ${limit} s.`);
+            {
+              status: done.status,
+              failureCode: done.failureCode,
+              message: done.message,
+              cancelReason: done.cancelReason,
+            },
+            agent.output().slice(-3000),
+          ).toEqual({
+            status: 'canceled',
+            failureCode: null,
+            message: wholeRunLimitMessage(limit),
+            cancelReason: wholeRunLimitCancelReason(limit),
+          });
+          // It had started: it counts against the daily limit.
+          expect(done.quotaRefunded).toBe(false);
           // Stopped at the deadline, not before it, and by the agent within its TERM → KILL grace,
           // long before the hub's own grace would have canceled it.
           const errorSeconds = (Date.parse(done.finishedAt!) - Date.parse(lowered.deadlineAt!)) / 1000;

@@ -248,13 +248,23 @@ export class FakeAgent {
     });
   }
 
-  /** The verdict, after the batches sent so far (or after `lastSeq` when a test sent its own). */
-  finish(runId: string, result: Omit<HarnessResultEvent, 'type'>, lastSeq = this.seq.get(runId) ?? 0) {
+  /**
+   * The verdict, after the batches sent so far (or after `lastSeq` when a test sent its own);
+   * `stopped` reports it canceled by the agent itself, as the real one does at the whole-run
+   * deadline (`{ cancelReason: 'run_time_limit' }`).
+   */
+  finish(
+    runId: string,
+    result: Omit<HarnessResultEvent, 'type'>,
+    lastSeq = this.seq.get(runId) ?? 0,
+    stopped?: { cancelReason?: string },
+  ) {
     return this.socket.emitWithAck('run.finished', {
       runId,
       lastSeq,
-      canceled: false,
-      exitCode: 0,
+      canceled: stopped !== undefined,
+      ...(stopped?.cancelReason ? { cancelReason: stopped.cancelReason } : {}),
+      exitCode: stopped ? null : 0,
       result: { type: 'result', ...result },
     });
   }

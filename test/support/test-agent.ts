@@ -67,15 +67,18 @@ export class TestAgent {
     return this.send(runId, entries);
   }
 
+  /** The verdict; `canceled` with a `cancelReason` as the agent stops a run itself (`run_time_limit`). */
   async finish(
     runId: string,
     result: Partial<HarnessResultEvent> & Pick<HarnessResultEvent, 'status'>,
     canceled = false,
+    cancelReason?: string,
   ) {
     return this.lifecycle.finish(runId, this.id, {
       runId,
       lastSeq: this.seq.get(runId) ?? 0,
       canceled,
+      ...(cancelReason ? { cancelReason } : {}),
       exitCode: 0,
       result: {
         type: 'result',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LOG_LIMITS, headLines } from '@dryft/libs';
+import { DEFAULT_LOG_LIMITS, headLines, wholeRunLimitCancelReason, wholeRunLimitMessage } from '@dryft/libs';
 import type { HarnessResultEvent, RunBatch, RunFinished } from '@dryft/libs';
 import type { BenchmarkRegistry } from '../src/benchmarks/benchmark-registry';
 import { Clock } from '../src/common/clock';
@@ -500,21 +500,115 @@ describe('verdictOf', () => {
       });
   });
 
-  it('names the whole-run limit in force when the run timed out at its deadline', () => {
-    const run = aRun({
-      status: 'running',
-      deadlineAt: new Date(now.getTime() - 500),
-      runTimeLimitSeconds: 90,
+  describe('the whole-run time limit: canceled with the limit in force named, not failed · timeout', () => {
+    const atDeadline = () =>
+      aRun({
+        status: 'running',
+        startedAt: new Date(now.getTime() - 60_000),
+        deadlineAt: new Date(now.getTime() - 500),
+        runTimeLimitSeconds: 90,
+      });
+    const explained = {
+      status: 'canceled',
+      failureCode: null,
+      score: null,
+      message: "Canceled: the run exceeded the organizer's whole-run time limit of 90 s.",
+      cancelReason: 'whole-run time limit (90 s) exceeded',
+      // Started, so it counts against the daily limit like any cancel after the start.
+      quotaRefunded: false,
+    };
+
+    it('an agent that says it stopped the run at the limit (canceled, run_time_limit)', () => {
+      const run = atDeadline();
+      const v = verdictOf(
+        run,
+        finished(run.id, {
+          canceled: true,
+          cancelReason: 'run_time_limit',
+          result: aResult({
+            status: 'failed',
+            failureCode: null,
+            score: null,
+            message: 'Canceled: stopped.',
+          }),
+        }),
+        now,
+      );
+      expect(v).toMatchObject(explained);
+      // The very words of the hub's own deadline sweep.
+      expect(v.message).toBe(wholeRunLimitMessage(90));
+      expect(v.cancelReason).toBe(wholeRunLimitCancelReason(90));
     });
-    const v = verdictOf(
-      run,
-      finished(run.id, {
-        result: aResult({ status: 'failed', failureCode: 'timeout', message: 'Timed out.' }),
-      }),
-      now,
-    );
-    expect(v.message).toBe('Timed out. The whole-run time limit in force was 90 s.');
-    expect(v.score).toBeNull();
+
+    it('an older agent that reports a timeout at the deadline is read the same way', () => {
+      const run = atDeadline();
+      const v = verdictOf(
+        run,
+        finished(run.id, {
+          result: aResult({ status: 'failed', failureCode: 'timeout', message: 'Timed out.', score: null }),
+        }),
+        now,
+      );
+      expect(v).toMatchObject(explained);
+    });
+
+    it('a run the limit stopped before it started (preparing) is refunded, as every early cancel is', () => {
+      const run = aRun({
+        status: 'assigned',
+        deadlineAt: new Date(now.getTime() - 500),
+        runTimeLimitSeconds: 90,
+      });
+      const v = verdictOf(run, finished(run.id, { canceled: true, cancelReason: 'run_time_limit' }), now);
+      expect(v).toMatchObject({ ...explained, quotaRefunded: true });
+    });
+
+    it('a per-sample timeout well before the deadline stays failed · timeout with its own message', () => {
+      const run = aRun({
+        status: 'running',
+        startedAt: now,
+        deadlineAt: new Date(now.getTime() + 60_000),
+        runTimeLimitSeconds: 90,
+      });
+      const v = verdictOf(
+        run,
+        finished(run.id, {
+          result: aResult({ status: 'failed', failureCode: 'timeout', message: 'generate took too long' }),
+        }),
+        now,
+      );
+      expect(v).toMatchObject({
+        status: 'failed',
+        failureCode: 'timeout',
+        message: 'generate took too long',
+        cancelReason: null,
+        quotaRefunded: false,
+      });
+    });
+
+    it('a member’s cancel the agent reports keeps its own words and no whole-run reason', () => {
+      const run = atDeadline();
+      const v = verdictOf(
+        run,
+        finished(run.id, {
+          canceled: true,
+          result: aResult({ status: 'failed', message: 'Canceled: by alice' }),
+        }),
+        now,
+      );
+      expect(v).toMatchObject({ status: 'canceled', message: 'Canceled: by alice', cancelReason: null });
+    });
+
+    it('the sweeper’s cancel (no agent report) uses the same words and reason', async () => {
+      const run = atDeadline();
+      const { service } = lifecycle([run]);
+      const cancels: { message: string; reason: string }[] = [];
+      service.cancelRun = async (_id: string, message: string, reason: string) => {
+        cancels.push({ message, reason });
+        return { run: {} as never, changed: true, message: 'Run canceled.' };
+      };
+      expect(await service.failForDeadline(run.id)).toBe(true);
+      expect(cancels).toEqual([{ message: explained.message, reason: explained.cancelReason }]);
+    });
   });
 });
 

@@ -383,6 +383,37 @@ describe('5. result shows the loss curve and the per-sample timings', () => {
     expect(r.stdout).not.toContain('63.119999');
   });
 
+  it('a run the whole-run limit canceled: `result` and `runs` say so, with the limit in force', async () => {
+    const run = runView({
+      status: 'canceled',
+      failureCode: null,
+      score: null,
+      message: "Canceled: the run exceeded the organizer's whole-run time limit of 120 s.",
+      cancelReason: 'whole-run time limit (120 s) exceeded',
+      quotaRefunded: false,
+    });
+    const { env } = await resultHub({ run, samples: [] });
+    const r = await cli(['result', run.id], env);
+    expect(r.code).toBe(1); // EXIT.runFailed, as for every run that did not succeed
+    expect(r.stdout).toContain(`Run ${run.id}: canceled`);
+    expect(r.stdout).toContain("  Canceled: the run exceeded the organizer's whole-run time limit of 120 s.");
+    expect(r.stdout).toContain('  canceled: whole-run time limit (120 s) exceeded');
+    expect(r.stdout).not.toMatch(/timeout|Refunded/);
+    const stub = await stubServer((req, res) =>
+      req.path.startsWith('/api/runs?')
+        ? json(res, 200, {
+            items: [run, runView({ status: 'canceled', cancelReason: 'wrong file', failureCode: null })],
+            nextCursor: null,
+          })
+        : json(res, 404, { error: { code: 'not_found', message: req.path } }),
+    );
+    closers.push(stub.close);
+    const list = await cli(['runs'], { DRYFT_TOKEN: TOKEN, DRYFT_API_URL: stub.url });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain('canceled (whole-run limit)');
+    expect(list.stdout.match(/canceled/g)).toHaveLength(2);
+  });
+
   async function resultHub(body: {
     run: ReturnType<typeof runView>;
     samples: unknown[];

@@ -260,13 +260,14 @@ export class RunJob {
       exitCode,
     });
     if (!decided) return; // the server already has the final state
-    const { verdict, canceled } = decided;
+    const { verdict, canceled, cancelReason } = decided;
     await this.outbox.drained();
     await this.host.finished({
       runId: this.runId,
       lastSeq: this.outbox.lastSeq,
       result: verdict,
       canceled,
+      ...(cancelReason ? { cancelReason } : {}),
       exitCode,
     });
   }

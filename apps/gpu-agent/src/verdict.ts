@@ -1,3 +1,4 @@
+import { RUN_TIME_LIMIT } from '@dryft/libs';
 import type { HarnessResultEvent } from '@dryft/libs';
 
 /** Why a run was stopped before its harness ended by itself. */
@@ -19,7 +20,10 @@ export const failed = (
 
 /**
  * The verdict the agent reports for a run (null: the server ended it and already has the final
- * state). Why it stopped decides first (a cancel, the whole-run deadline, the agent's shutdown);
+ * state). Why it stopped decides first (a cancel, the whole-run deadline, the agent's shutdown):
+ * the whole-run deadline is a cancel with its reason, `run_time_limit`, which the hub stores in
+ * the words of its own deadline sweep, naming the limit in force; it is never a `timeout`, which
+ * is the harness's per-sample budget;
  * otherwise the harness's own verdict, or the preparation's failure; a harness that ended without
  * one is the engine's fault only if the engine's code was running then, else the evaluator's.
  */
@@ -30,7 +34,7 @@ export function verdictFor(o: {
   harnessResult: HarnessResultEvent | null;
   untrustedRunning: boolean;
   exitCode: number | null;
-}): { verdict: HarnessResultEvent; canceled: boolean } | null {
+}): { verdict: HarnessResultEvent; canceled: boolean; cancelReason?: typeof RUN_TIME_LIMIT } | null {
   if (o.stopReason === 'lost') return null;
   let verdict: HarnessResultEvent;
   let canceled = false;
@@ -40,8 +44,11 @@ export function verdictFor(o: {
       verdict = failed(null, `Canceled: ${o.stopMessage}`);
       break;
     case 'deadline':
-      verdict = failed('timeout', "The run exceeded the organizer's whole-run time limit and was stopped.");
-      break;
+      return {
+        canceled: true,
+        cancelReason: RUN_TIME_LIMIT,
+        verdict: failed(null, "Canceled: the run exceeded the organizer's whole-run time limit."),
+      };
     case 'shutdown':
       verdict = failed(
         'infra_error',

@@ -305,7 +305,7 @@ describe('RunJob: the lifecycle of one run', () => {
     expect(leftovers(a.runId)).toEqual([]);
   });
 
-  it("a kept run takes agent.ready's deadline: lowered while the agent was away, it stops there as timeout", async () => {
+  it("a kept run takes agent.ready's deadline: lowered while the agent was away, it is canceled there for the whole-run limit", async () => {
     const t = host(config('echo ready; while :; do sleep 0.05; done', 400));
     const a = assign(); // its deadline a minute away, as assigned
     const job = new RunJob(a, t.h, []);
@@ -319,8 +319,9 @@ describe('RunJob: the lifecycle of one run', () => {
     expect(stoppedAfter).toBeLessThan(5_000);
     expect(t.finished).toHaveLength(1);
     expect(t.finished[0]).toMatchObject({
-      canceled: false,
-      result: { status: 'failed', failureCode: 'timeout' },
+      canceled: true,
+      cancelReason: 'run_time_limit',
+      result: { status: 'failed', failureCode: null },
     });
     expect(leftovers(a.runId)).toEqual([]);
   });

@@ -32,7 +32,17 @@ describe('verdictFor: what the agent reports when a run ends', () => {
       canceled: true,
       verdict: { status: 'failed', failureCode: null, message: 'Canceled: by alice: wrong file' },
     });
-    expect(stopped('deadline')).toMatchObject({ canceled: false, verdict: { failureCode: 'timeout' } });
+    // The whole-run limit is a cancel with its reason, not a timeout (the per-sample budget's).
+    expect(stopped('deadline')).toEqual({
+      canceled: true,
+      cancelReason: 'run_time_limit',
+      verdict: expect.objectContaining({
+        status: 'failed',
+        failureCode: null,
+        message: "Canceled: the run exceeded the organizer's whole-run time limit.",
+      }),
+    });
+    expect(stopped('cancel')).not.toHaveProperty('cancelReason');
     expect(stopped('shutdown')?.verdict).toMatchObject({ failureCode: 'infra_error' });
     expect(stopped('shutdown')?.verdict.message).toMatch(/not your engine's fault/);
   });

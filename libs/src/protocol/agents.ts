@@ -222,6 +222,12 @@ export const RunFinished = z.object({
   /** The harness's verdict, or one the agent made (infra_error, timeout, canceled) when it had none. */
   result: HarnessResultEvent,
   canceled: z.boolean(),
+  /**
+   * Why the agent canceled it, when the hub did not ask: `run_time_limit`, the organizer's
+   * whole-run deadline reached (libs/src/rest/whole-run-limit.ts). A plain string, so a reason a
+   * newer agent adds does not make an older hub refuse the verdict; the hub acts on the ones it knows.
+   */
+  cancelReason: z.string().max(64).optional(),
   exitCode: z.number().int().nullable(),
 });
 export type RunFinished = z.infer<typeof RunFinished>;

@@ -14,10 +14,13 @@ import {
   CALIBRATION_MIN_PAIRS,
   REMEASURE_MIN_SAMPLES,
   TERMINAL_STATUSES,
+  RUN_TIME_LIMIT,
   agentRefusal,
   baselineKey,
   isUuid,
   poolCalibration,
+  wholeRunLimitCancelReason,
+  wholeRunLimitMessage,
 } from '@dryft/libs';
 import { Clock } from '../common/clock';
 import { EventBus } from '../common/event-bus';
@@ -381,16 +384,15 @@ export class RunLifecycleService {
     return this.failActive(runId, agentId, message, false);
   }
 
-  /** The server enforces the whole-run limit even when no agent reports. */
+  /**
+   * The server enforces the whole-run limit even when no agent reports: canceled, in the same words
+   * as a run its agent stopped at the deadline ({@link verdictOf}).
+   */
   async failForDeadline(runId: string): Promise<boolean> {
     const run = await this.runs.findById(runId);
     if (!run || !ACTIVE_STATUSES.includes(run.status)) return false;
     const limit = run.runTimeLimitSeconds;
-    const res = await this.cancelRun(
-      runId,
-      `Canceled: the run exceeded the organizer's whole-run time limit of ${limit} s.`,
-      `whole-run time limit (${limit} s) exceeded`,
-    );
+    const res = await this.cancelRun(runId, wholeRunLimitMessage(limit), wholeRunLimitCancelReason(limit));
     return res.changed;
   }
 
@@ -462,11 +464,29 @@ export class RunLifecycleService {
 }
 
 /**
+ * Whether the agent stopped this run at the organizer's whole-run deadline: it says so (canceled,
+ * `run_time_limit`), or, an older agent, it reports a `timeout` within a second of the deadline (a
+ * sample over its own budget times out long before; the second covers the agent's clock and the
+ * harness's TERM grace ending just before the deadline it was stopped for).
+ */
+function stoppedAtWholeRunLimit(run: RunEntity, finished: RunFinished, now: Date): boolean {
+  if (finished.canceled) return finished.cancelReason === RUN_TIME_LIMIT;
+  const r = finished.result;
+  return (
+    r.status === 'failed' &&
+    r.failureCode === 'timeout' &&
+    run.deadlineAt !== null &&
+    now.getTime() >= run.deadlineAt.getTime() - 1000
+  );
+}
+
+/**
  * The stored verdict of an agent's run.finished: canceled, succeeded with its score, or failed
  * with its code (harness_error when the harness named none). Infrastructure and harness failures
  * are ours, not the team's: they do not count against the daily limit; a cancel that lands before
- * the run started is refunded too. A timeout at the whole-run deadline names the limit that applied
- * (the organizer may have lowered it while the run was going).
+ * the run started is refunded too. A run its agent stopped at the whole-run deadline is canceled
+ * exactly as the hub's deadline sweep cancels it (the same message and reason, naming the limit in
+ * force: the organizer may have changed it while the run was going); started, it counts.
  */
 export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): RunVerdict {
   const r = finished.result;
@@ -475,13 +495,20 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
   let scoreInterval = run.scoreInterval;
   let failureCode = run.failureCode;
   let message: string | null = r.message;
+  let cancelReason = run.cancelReason;
   const remeasureFault =
     run.mode === 'baseline'
       ? remeasureProblem(run, finished)
       : run.mode === 'calibration'
         ? calibrationProblem(run, finished)
         : null;
-  if (finished.canceled) {
+  if (stoppedAtWholeRunLimit(run, finished, now)) {
+    status = 'canceled';
+    failureCode = null;
+    score = null;
+    message = wholeRunLimitMessage(run.runTimeLimitSeconds);
+    cancelReason = wholeRunLimitCancelReason(run.runTimeLimitSeconds);
+  } else if (finished.canceled) {
     status = 'canceled';
   } else if (remeasureFault) {
     status = 'failed';
@@ -498,8 +525,6 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
     status = 'failed';
     failureCode = r.failureCode ?? 'harness_error';
     score = null;
-    if (failureCode === 'timeout' && run.deadlineAt && now.getTime() >= run.deadlineAt.getTime() - 1000)
-      message = `${r.message} The whole-run time limit in force was ${run.runTimeLimitSeconds} s.`;
   }
   const refunded =
     run.quotaRefunded ||
@@ -513,6 +538,7 @@ export function verdictOf(run: RunEntity, finished: RunFinished, now: Date): Run
     metrics: r.metrics,
     detail: r.detail ?? null,
     message,
+    cancelReason,
     pairs: r.pairs ?? null,
     score,
     scoreInterval,

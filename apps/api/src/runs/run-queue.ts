@@ -44,6 +44,8 @@ export interface RunVerdict {
   metrics: Record<string, number> | null;
   detail: string | null;
   message: string | null;
+  /** Why a run ended canceled (the whole-run limit an agent stopped it at); else as it was. */
+  cancelReason: string | null;
   pairs: number | null;
   score: number | null;
   scoreInterval: ScoreInterval | null;
@@ -276,6 +278,7 @@ export class RunQueue extends TransactionalRepository {
         metrics: v.metrics,
         detail: v.detail,
         message: v.message,
+        cancelReason: v.cancelReason,
         pairs: v.pairs,
         score: v.score,
         scoreInterval: v.scoreInterval,

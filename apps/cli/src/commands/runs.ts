@@ -15,6 +15,7 @@ import {
   RunStatus,
   RunView,
   SubmissionView,
+  isWholeRunLimitCancel,
 } from '@dryft/libs';
 import type { Context } from '../context';
 import { CliError, EXIT } from '../errors';
@@ -281,6 +282,12 @@ export async function waitAndReport(
   return { run: final, exit: exitForRun(final) };
 }
 
+/** What the runs table adds to a status: the failure code, or that the whole-run limit canceled it. */
+function statusNote(run: RunView): string {
+  if (run.failureCode) return ` (${run.failureCode})`;
+  return run.status === 'canceled' && isWholeRunLimitCancel(run.cancelReason) ? ' (whole-run limit)' : '';
+}
+
 export function printRunLine(ctx: Context, run: RunView): void {
   ctx.out.line(
     `Run ${run.id}: ${paintStatus(ctx, run.status)} (${describeRun(run)})${run.score !== null ? `, score ${scoreText(run)}` : ''}`,
@@ -397,7 +404,7 @@ export async function runsCmd(
     page.items.map((r) => [
       r.id,
       r.mode + (r.tier ? `/${r.tier}` : ''),
-      ctx.out.paint(statusColour(r.status), r.status + (r.failureCode ? ` (${r.failureCode})` : '')),
+      ctx.out.paint(statusColour(r.status), r.status + statusNote(r)),
       formatScore(r.score),
       r.submissionName,
       r.benchmarkId,

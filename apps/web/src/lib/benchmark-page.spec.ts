@@ -82,7 +82,7 @@ describe('the decode page, from the live definition', () => {
       'official runs: 5 pairs per hidden workload (one sample of the candidate and one of the trusted engine each)',
     );
     expect(officialRunPromise(changed)).toBe(
-      'Hidden workloads determine your score: 5 pairs each (the candidate beside the trusted engine). Each pair can take up to twice the 45 s sample budget; the whole run stops at the 1 h whole-run limit.',
+      'Hidden workloads determine your score: 5 pairs each (the candidate beside the trusted engine). Each pair can take up to twice the 45 s sample budget; a run over the 1 h whole-run limit is canceled, with the limit named.',
     );
     expect(decodeDailyLimits(changed, null)).toMatch(
       /^Public runs: 40 per team per UTC day · Official runs: 3 per team per UTC day\./,

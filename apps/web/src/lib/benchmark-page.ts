@@ -130,7 +130,7 @@ export function officialRunPromise(b: PublicBenchmark): string {
       ? `at least ${s.official} and up to ${max} pairs each (the candidate beside the trusted engine), until the score’s 95 % interval is within ±${s.targetHalfWidthPct} %`
       : `${s.official} pairs each (the candidate beside the trusted engine)`;
   const time = b.limits
-    ? ` Each pair can take up to twice the ${formatDuration(b.limits.sampleSeconds)} sample budget; the whole run stops at the ${formatDuration(b.runTimeLimitSeconds)} whole-run limit.`
+    ? ` Each pair can take up to twice the ${formatDuration(b.limits.sampleSeconds)} sample budget; a run over the ${formatDuration(b.runTimeLimitSeconds)} whole-run limit is canceled, with the limit named.`
     : '';
   return `Hidden workloads determine your score: ${pairs}.${time}`;
 }

@@ -32,7 +32,7 @@ export const FAILURE_HELP: Record<FailureCode, FailureHelp> = {
   timeout: {
     title: 'Time limit exceeded',
     look: [
-      'A sample ran past its per-sample budget, or the whole run passed the organizer’s run time limit.',
+      'A sample ran past its per-sample budget (a run over the organizer’s whole-run time limit is canceled instead, and says so).',
       'Check loading time in __init__ (untimed but budgeted) and any warm-up or compilation you do per call.',
     ],
     retry: false,

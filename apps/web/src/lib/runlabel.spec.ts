@@ -11,7 +11,7 @@ const run = (over: Partial<Parameters<typeof runStatusLabel>[0]>) => ({
 });
 
 describe('the status of a run the whole-run limit stopped', () => {
-  it('reads "stopped · whole-run limit", not "failed · timeout"', () => {
+  it('a run stored failed · timeout at its deadline (before these were canceled) reads "stopped · whole-run limit"', () => {
     expect(runStatusLabel(run({}))).toBe('stopped · whole-run limit');
     expect(stoppedAtWholeRunLimit(run({}))).toBe(true);
   });
@@ -21,7 +21,7 @@ describe('the status of a run the whole-run limit stopped', () => {
     expect(runStatusLabel(run({ failureCode: 'incorrect_output' }))).toBe('failed · incorrect_output');
   });
 
-  it('the hub’s own deadline cancel names the limit', () => {
+  it('a run canceled at the limit (by its agent or the hub’s sweep) names the limit', () => {
     const canceled = run({
       status: 'canceled',
       failureCode: null,
@@ -31,5 +31,13 @@ describe('the status of a run the whole-run limit stopped', () => {
     expect(runStatusLabel(run({ status: 'canceled', failureCode: null, cancelReason: 'superseded' }))).toBe(
       'canceled',
     );
+    // A member's own words that mention the limit are not the limit's cancel.
+    const member = run({
+      status: 'canceled',
+      failureCode: null,
+      cancelReason: 'close to the whole-run time limit',
+    });
+    expect(runStatusLabel(member)).toBe('canceled');
+    expect(stoppedAtWholeRunLimit(member)).toBe(false);
   });
 });

@@ -1,14 +1,16 @@
+import { isWholeRunLimitCancel } from '@dryft/libs';
 import type { RunView } from '@dryft/libs';
 
 type RunTimes = Pick<RunView, 'status' | 'failureCode' | 'deadlineAt' | 'finishedAt' | 'cancelReason'>;
 
 /**
  * Whether the organizer's whole-run time limit stopped this run (not the engine's per-sample
- * budget): a `timeout` at or after the run's deadline (the rule the hub uses to name the limit in
- * the message), or a cancel by the hub's deadline sweep.
+ * budget): canceled with the whole-run limit's reason (whichever of the agent and the hub's
+ * deadline sweep stopped it), or, a run stored before the hub canceled these, a `timeout` at or
+ * after the run's deadline.
  */
 export function stoppedAtWholeRunLimit(run: RunTimes): boolean {
-  if (run.status === 'canceled') return /whole-run time limit/.test(run.cancelReason ?? '');
+  if (run.status === 'canceled') return isWholeRunLimitCancel(run.cancelReason);
   if (run.status !== 'failed' || run.failureCode !== 'timeout' || !run.deadlineAt || !run.finishedAt)
     return false;
   return Date.parse(run.finishedAt) >= Date.parse(run.deadlineAt) - 1000;
