@@ -4,22 +4,11 @@ import * as path from 'node:path';
 import { chromium } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserCookies, CHROMIUM_ARGS_NO_EXTRA_TRAFFIC } from '../support/browser';
 import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
 import { ROOT } from '../support/hub';
-import { available, pythonWithTorch } from '../support/prerequisites';
+import { available, CHROMIUM, pythonWithTorch } from '../support/prerequisites';
 import { existsSync } from 'node:fs';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /**
  * The single-file product end to end, on CPU: a `submission.py` uploaded through the hub for the
@@ -114,12 +103,14 @@ describe.skipIf(
     expect(result.metrics.tokensSeen).toBeGreaterThan(0);
     expect(result.curve?.length ?? 0).toBeGreaterThan(0);
 
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
+      headless: true,
+    });
     try {
       const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await ctx.addCookies(
-        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
-      );
+      await ctx.addCookies(browserCookies(headers.cookie, hub.url));
       const page = await ctx.newPage();
       const errors: string[] = [];
       page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
@@ -143,7 +134,7 @@ describe.skipIf(
   });
 });
 
-/** Signs a user in on a quick-start hub and gives them a team; returns cookies and CSRF headers. */
+/** Signs a user in on a quick-start hub and gives them a team; returns its cookie and CSRF headers. */
 async function participant(url: string, login: string) {
   const signIn = await fetch(`${url}/api/auth/dev`, {
     method: 'POST',
@@ -159,7 +150,7 @@ async function participant(url: string, login: string) {
     body: JSON.stringify({ name: `${login} team` }),
   });
   expect(team.status).toBe(201);
-  return { cookies, headers };
+  return { headers };
 }
 
 async function startPracticeRun(url: string, headers: Record<string, string>) {
@@ -198,14 +189,16 @@ describe.skipIf(
   afterAll(async () => hub?.close());
 
   it('trains the sample on the local agent, streams the loss curve live, and scores well above chance', async () => {
-    const { cookies, headers } = await participant(hub.url, 'practiser');
+    const { headers } = await participant(hub.url, 'practiser');
     const run = await startPracticeRun(hub.url, headers);
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
+      headless: true,
+    });
     try {
       const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await ctx.addCookies(
-        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
-      );
+      await ctx.addCookies(browserCookies(headers.cookie, hub.url));
       const page = await ctx.newPage();
       const errors: string[] = [];
       page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
@@ -268,7 +261,7 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
   });
 
   it('keeps the run queued and says: apt-get install python3-torch, or set HARNESS_PYTHON', async () => {
-    const { cookies, headers } = await participant(hub.url, 'no-torch');
+    const { headers } = await participant(hub.url, 'no-torch');
     const run = await startPracticeRun(hub.url, headers);
     let view: { status: string; waiting: { reason: string } | null } | undefined;
     for (const end = Date.now() + 60_000; Date.now() < end;) {
@@ -281,12 +274,14 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
     expect(view!.waiting!.reason).toContain('Agent local has the hardware but cannot run it');
     expect(view!.waiting!.reason).toContain('apt-get install python3-torch');
     expect(view!.waiting!.reason).toContain('HARNESS_PYTHON');
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
+      headless: true,
+    });
     try {
       const ctx = await browser.newContext();
-      await ctx.addCookies(
-        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
-      );
+      await ctx.addCookies(browserCookies(headers.cookie, hub.url));
       const page = await ctx.newPage();
       await page.goto(`${hub.url}/runs/${run.id}`);
       const waiting = page.getByTestId('run-waiting');
