@@ -51,7 +51,7 @@ describe.skipIf(!hasChromium())('comparing runs in the browser', () => {
     'ticks two runs on Runs and shows them side by side, the better figure marked',
     { timeout: 120_000 },
     async () => {
-      const page = ctx.pages()[0] ?? (await ctx.newPage());
+      const page = await ctx.newPage();
       page.on('pageerror', (e) => errors.push(e.message));
       await signInThroughForm(page, 'cmp-e2e');
       await page.goto('/runs');

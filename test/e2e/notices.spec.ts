@@ -46,7 +46,7 @@ describe.skipIf(!hasChromium())('benchmark notices in the web', () => {
       }
       (window as unknown as { Notification: unknown }).Notification = Recorded;
     });
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const page = await ctx.newPage();
     recordPageErrors(page, label, consoleErrors);
     return page;
   }

@@ -1,13 +1,12 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { chromium } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserCookies, CHROMIUM_ARGS_NO_EXTRA_TRAFFIC } from '../support/browser';
+import { BrowserProfiles, CHROMIUM_ARGS_NO_EXTRA_TRAFFIC, recordPageErrors } from '../support/browser';
 import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
 import { ROOT } from '../support/hub';
-import { available, CHROMIUM, pythonWithTorch } from '../support/prerequisites';
+import { available, pythonWithTorch } from '../support/prerequisites';
 import { existsSync } from 'node:fs';
 
 /**
@@ -18,6 +17,8 @@ import { existsSync } from 'node:fs';
  * how long it trains.
  */
 const python = pythonWithTorch();
+/** One Chromium per test at most; each test closes what it opened. */
+const profiles = new BrowserProfiles('dryft-e2e-training-', CHROMIUM_ARGS_NO_EXTRA_TRAFFIC);
 
 describe.skipIf(
   !existsSync(AGENT_MAIN) ||
@@ -103,18 +104,10 @@ describe.skipIf(
     expect(result.metrics.tokensSeen).toBeGreaterThan(0);
     expect(result.curve?.length ?? 0).toBeGreaterThan(0);
 
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
-      headless: true,
-    });
     try {
-      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await ctx.addCookies(browserCookies(headers.cookie, hub.url));
-      const page = await ctx.newPage();
+      const page = await profiles.openPage('run', { baseURL: hub.url, cookie: headers.cookie });
       const errors: string[] = [];
-      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      page.on('pageerror', (e) => errors.push(e.message));
+      recordPageErrors(page, 'run', errors);
       await page.goto(`${hub.url}/runs/${run.id}`);
       const score = page.getByTestId('run-score');
       await expect
@@ -129,7 +122,7 @@ describe.skipIf(
       });
       expect(errors).toEqual([]);
     } finally {
-      await browser.close();
+      await profiles.closeAll();
     }
   });
 });
@@ -191,18 +184,10 @@ describe.skipIf(
   it('trains the sample on the local agent, streams the loss curve live, and scores well above chance', async () => {
     const { headers } = await participant(hub.url, 'practiser');
     const run = await startPracticeRun(hub.url, headers);
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
-      headless: true,
-    });
     try {
-      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await ctx.addCookies(browserCookies(headers.cookie, hub.url));
-      const page = await ctx.newPage();
+      const page = await profiles.openPage('practice', { baseURL: hub.url, cookie: headers.cookie });
       const errors: string[] = [];
-      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      page.on('pageerror', (e) => errors.push(e.message));
+      recordPageErrors(page, 'practice', errors);
       await page.goto(`${hub.url}/runs/${run.id}`);
       // The loss curve appears while the run is still running: it streams.
       await page.getByTestId('chart-metric-loss').waitFor({ timeout: 120_000 });
@@ -229,7 +214,7 @@ describe.skipIf(
       });
       expect(errors).toEqual([]);
     } finally {
-      await browser.close();
+      await profiles.closeAll();
     }
   }, 300_000);
 });
@@ -274,15 +259,13 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
     expect(view!.waiting!.reason).toContain('Agent local has the hardware but cannot run it');
     expect(view!.waiting!.reason).toContain('apt-get install python3-torch');
     expect(view!.waiting!.reason).toContain('HARNESS_PYTHON');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
-      headless: true,
-    });
     try {
-      const ctx = await browser.newContext();
-      await ctx.addCookies(browserCookies(headers.cookie, hub.url));
-      const page = await ctx.newPage();
+      // Playwright's own default viewport, which the committed screenshot has.
+      const page = await profiles.openPage('no-torch', {
+        baseURL: hub.url,
+        viewport: { width: 1280, height: 720 },
+        cookie: headers.cookie,
+      });
       await page.goto(`${hub.url}/runs/${run.id}`);
       const waiting = page.getByTestId('run-waiting');
       await waiting.waitFor({ timeout: 20_000 });
@@ -317,7 +300,7 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
         expect.objectContaining({ bucket: 'practice', used: 0, refunded: 1, remaining: 200 }),
       ]);
     } finally {
-      await browser.close();
+      await profiles.closeAll();
     }
   }, 120_000);
 });

@@ -35,7 +35,7 @@ const REPO = 'octo/fast-qwen';
 let baseUrl = '';
 let quickstart: Quickstart | undefined;
 let standin: GithubStandin | undefined;
-const profiles = new BrowserProfiles('dryft-e2e-github-');
+const profiles = new BrowserProfiles('dryft-e2e-github-', CHROMIUM_ARGS_NO_EXTRA_TRAFFIC);
 const consoleErrors: string[] = [];
 
 const shot = (page: Page, name: string) =>
@@ -45,14 +45,12 @@ const shot = (page: Page, name: string) =>
 async function browser(label: string): Promise<Page> {
   const ctx = await profiles.open(label, {
     baseURL: baseUrl,
-    args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
     acceptDownloads: true,
   });
-  // Chromium logs every failed fetch as a console error: any error fails the test.
+  // Chromium logs every failed fetch as a console error: any error fails the test. Every page the
+  // profile opens (this one, popups) is watched.
   ctx.on('page', (p) => recordPageErrors(p, label, consoleErrors));
-  const page = ctx.pages()[0] ?? (await ctx.newPage());
-  recordPageErrors(page, label, consoleErrors);
-  return page;
+  return ctx.newPage();
 }
 
 /** The files of a "Download template" archive, without its top folder. */

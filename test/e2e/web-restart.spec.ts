@@ -65,7 +65,7 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
       viewport: { width: 1280, height: 720 },
       cookie: owner.cookie,
     });
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const page = await ctx.newPage();
     // Every log line the page receives over a live socket, per socket.
     const sockets: number[][] = [];
     page.on('websocket', (ws) => {

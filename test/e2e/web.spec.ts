@@ -29,7 +29,7 @@ import { toyStarter } from '../support/archives';
  */
 let baseUrl = '';
 let runnerOutput: () => string = () => '';
-const profiles = new BrowserProfiles('dryft-e2e-');
+const profiles = new BrowserProfiles('dryft-e2e-', CHROMIUM_ARGS_NO_EXTRA_TRAFFIC);
 /** Folders that are not a browser's profile (benchmark definitions). */
 const dirs: string[] = [];
 const consoleErrors: string[] = [];
@@ -38,12 +38,11 @@ const ADMIN = 'ada-e2e';
 async function browserContext(label: string, cookie?: string): Promise<BrowserContext> {
   const ctx = await profiles.open(label, {
     baseURL: baseUrl,
-    args: CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
     acceptDownloads: true,
     cookie,
   });
+  // Every page the profile opens (a new context has none yet), popups too.
   ctx.on('page', (p) => watch(p, label));
-  for (const p of ctx.pages()) watch(p, label);
   return ctx;
 }
 
@@ -109,7 +108,7 @@ describe.skipIf(!hasChromium())('web client end to end', () => {
     { timeout: 240_000 },
     async () => {
       const ctx = await browserContext('participant');
-      const page = ctx.pages()[0] ?? (await ctx.newPage());
+      const page = await ctx.newPage();
       try {
         await journey(page, useAgent);
       } catch (err) {
@@ -348,7 +347,7 @@ describe.skipIf(!hasChromium())('web run log at 100,000 lines', () => {
     console.log(`[e2e web] stored 100,000 lines in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
     const ctx = await browserContext('long-log', user.cookie);
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const page = await ctx.newPage();
     const t1 = Date.now();
     await page.goto(`/runs/${runId}`);
     await expect

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { ROOT } from './hub';
 import { CHROMIUM } from './prerequisites';
 
@@ -54,9 +54,7 @@ export function browserCookies(cookieHeader: string, url: string) {
 export interface ProfileOptions {
   baseURL: string;
   /** Default: 1280 × 860. */
-  viewport?: { width: number; height: number } | null;
-  /** Default: CHROMIUM_ARGS. */
-  args?: string[];
+  viewport?: { width: number; height: number };
   permissions?: string[];
   acceptDownloads?: boolean;
   /** A `Cookie` header to sign the profile in with (see browserCookies). */
@@ -64,14 +62,21 @@ export interface ProfileOptions {
 }
 
 /**
- * The fresh browser profiles a spec opens (each its own cookies: its own user), each in a temporary
- * folder; closeAll closes them and removes the folders (in afterAll).
+ * The fresh browser profiles a spec opens, each its own cookies, storage and cache (its own user):
+ * contexts of one Chromium launched on the first open, since a Chromium launched per profile cost
+ * seconds each; each profile also gets a temporary folder for what the test downloads or writes.
+ * closeAll (in afterAll) closes them, the browser, and removes the folders.
  */
 export class BrowserProfiles {
   private readonly opened: BrowserContext[] = [];
   private readonly dirs: string[] = [];
+  private browser: Promise<Browser> | undefined;
 
-  constructor(private readonly dirPrefix: string) {}
+  /** `args`: Chromium's flags (default CHROMIUM_ARGS). */
+  constructor(
+    private readonly dirPrefix: string,
+    private readonly args: string[] = CHROMIUM_ARGS,
+  ) {}
 
   /** Every profile open, in the order opened. */
   get contexts(): readonly BrowserContext[] {
@@ -84,13 +89,11 @@ export class BrowserProfiles {
   }
 
   async open(label: string, options: ProfileOptions): Promise<BrowserContext> {
-    const dir = mkdtempSync(path.join(tmpdir(), `${this.dirPrefix}${label}-`));
-    this.dirs.push(dir);
-    const ctx = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: options.args ?? CHROMIUM_ARGS,
-      viewport: options.viewport === undefined ? { width: 1280, height: 860 } : options.viewport,
+    this.dirs.push(mkdtempSync(path.join(tmpdir(), `${this.dirPrefix}${label}-`)));
+    this.browser ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: this.args });
+    const browser = await this.browser;
+    const ctx = await browser.newContext({
+      viewport: options.viewport ?? { width: 1280, height: 860 },
       baseURL: options.baseURL,
       ...(options.permissions ? { permissions: options.permissions } : {}),
       ...(options.acceptDownloads ? { acceptDownloads: true } : {}),
@@ -100,14 +103,16 @@ export class BrowserProfiles {
     return ctx;
   }
 
-  /** A profile's first page (a persistent context opens with one). */
+  /** A new profile's page. */
   async openPage(label: string, options: ProfileOptions): Promise<Page> {
-    const ctx = await this.open(label, options);
-    return ctx.pages()[0] ?? (await ctx.newPage());
+    return (await this.open(label, options)).newPage();
   }
 
   async closeAll(): Promise<void> {
     for (const ctx of this.opened.splice(0)) await ctx.close().catch(() => undefined);
+    const browser = this.browser;
+    this.browser = undefined;
+    if (browser) await (await browser.catch(() => undefined))?.close().catch(() => undefined);
     for (const dir of this.dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
 }
