@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BrowserProfiles, recordPageErrors, requireBuiltWebApp, SCREENSHOTS } from '../support/browser';
 import { ROOT, startTestHub, type TestHub } from '../support/hub';
 import { hasChromium } from '../support/prerequisites';
 import { toyStarter } from '../support/archives';
@@ -20,21 +20,10 @@ import { ownerWithTeam, signIn, type TestUser } from '../support/users';
  * benchmark-decode-signed-in{,-390}.png, benchmark-training-{desktop,390}.png,
  * benchmark-training-signed-in{,-390}.png.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-];
 const ORGANIZER = 'org-pages-e2e';
 
 let hub: TestHub;
-const contexts: BrowserContext[] = [];
-const dirs: string[] = [];
+const profiles = new BrowserProfiles('dryft-e2e-');
 const consoleErrors: string[] = [];
 
 /**
@@ -47,38 +36,24 @@ async function browserAs(
   width = 1280,
   opts: { scrollbars?: boolean } = {},
 ): Promise<Page> {
-  const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-${label}-`));
-  dirs.push(dir);
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width, height: 860 },
+  const page = await profiles.openPage(label, {
     baseURL: hub.baseUrl,
-    ...(opts.scrollbars ? { ignoreDefaultArgs: ['--hide-scrollbars'] } : {}),
+    viewport: { width, height: 860 },
+    cookie: user?.cookie,
+    scrollbars: opts.scrollbars,
   });
-  contexts.push(ctx);
-  if (user)
-    await ctx.addCookies(
-      user.cookie.split('; ').map((kv) => {
-        const i = kv.indexOf('=');
-        return { name: kv.slice(0, i), value: kv.slice(i + 1), url: hub.baseUrl };
-      }),
-    );
-  const page = ctx.pages()[0] ?? (await ctx.newPage());
-  page.on('console', (msg) => {
-    if (msg.type() !== 'error') return;
-    const where = msg.location().url || page.url();
-    // A team page after its team lost its place is a 404 the test provokes (and the page explains).
-    if (msg.text().includes('404') && /\/api\/public\/teams\//.test(where)) return;
-    consoleErrors.push(`[${label}] ${msg.text()} (${where})`);
-  });
-  page.on('pageerror', (err) => consoleErrors.push(`[${label}] page error: ${err.message}`));
+  // A team page after its team lost its place is a 404 the test provokes (and the page explains).
+  recordPageErrors(
+    page,
+    label,
+    consoleErrors,
+    (msg, where) => msg.text().includes('404') && /\/api\/public\/teams\//.test(where),
+  );
   return page;
 }
 
 const shot = (page: Page, name: string) =>
-  page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 const text = async (page: Page, testid: string) =>
   ((await page.getByTestId(testid).textContent()) ?? '').trim();
 
@@ -100,18 +75,16 @@ describe.skipIf(!hasChromium())('the benchmark pages in the web', () => {
   let organizer: TestUser;
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD))
-      throw new Error('apps/web/build is missing: run `npm run build` first (npm test does).');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER } });
     ({ owner } = await ownerWithTeam(hub, 'pia-pages-e2e', 'Page Readers'));
     organizer = await signIn(hub, ORGANIZER);
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await hub?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it('signed out: the decode page from the home page, every section in the seed’s order, with the published values', async () => {

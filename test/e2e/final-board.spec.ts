@@ -1,14 +1,20 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FinalBoardAdminView } from '@dryft/libs';
 import { toyStarter } from '../support/archives';
-import { ROOT, startTestHub, type TestHub } from '../support/hub';
+import {
+  BrowserProfiles,
+  recordPageErrors,
+  requireBuiltWebApp,
+  SCREENSHOTS,
+  signInThroughForm,
+} from '../support/browser';
+import { startTestHub, type TestHub } from '../support/hub';
 import { hasChromium } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
-import { ownerWithTeam, signIn as signInApi, type TestUser } from '../support/users';
+import { ownerWithTeam, signIn, type TestUser } from '../support/users';
 
 /**
  * Issue 33 items 1 and 2 in Chromium, on the built web app served by the real API on real Postgres;
@@ -18,16 +24,6 @@ import { ownerWithTeam, signIn as signInApi, type TestUser } from '../support/us
  * a spectator's leaderboard then shows the final board, with the live one a tab away, and the
  * team page says which board its place is on.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-];
 const ORGANIZER = 'fiona-org';
 const NONCE = 'cd'.repeat(16);
 
@@ -35,41 +31,19 @@ describe.skipIf(!hasChromium())('re-runs and the verified final board end to end
   let hub: TestHub;
   let agent: TestAgent;
   let org: TestUser;
-  const contexts: BrowserContext[] = [];
-  const dirs: string[] = [];
+  const profiles = new BrowserProfiles('dryft-e2e-final-');
   const pageErrors: string[] = [];
   const runs: Record<string, string> = {};
   const slugs: Record<string, string> = {};
 
   async function browser(label: string): Promise<Page> {
-    const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-final-${label}-`));
-    dirs.push(dir);
-    const ctx = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-      viewport: { width: 1280, height: 860 },
-      baseURL: hub.baseUrl,
-    });
-    contexts.push(ctx);
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.on('pageerror', (err) => pageErrors.push(`[${label}] ${err.message}`));
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') pageErrors.push(`[${label}] console: ${msg.text()}`);
-    });
+    const page = await profiles.openPage(label, { baseURL: hub.baseUrl });
+    recordPageErrors(page, label, pageErrors);
     return page;
   }
 
-  async function signIn(page: Page, login: string): Promise<void> {
-    await page.goto('/signin');
-    await page.getByTestId('dev-login').fill(login);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByTestId('account-menu').waitFor();
-    await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
-  }
-
   const shot = (page: Page, name: string) =>
-    page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
   /** Claim and succeed with `score` ± 3 (official: with a stored prompt nonce). */
   const land = async (runId: string, score: number) => {
@@ -87,11 +61,11 @@ describe.skipIf(!hasChromium())('re-runs and the verified final board end to end
   };
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD)) throw new Error('apps/web/build is missing: run `npm run build` first.');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER } });
     agent = new TestAgent(hub);
-    org = await signInApi(hub, ORGANIZER);
+    org = await signIn(hub, ORGANIZER);
     for (const [key, name, score] of [
       ['ann', 'Fast Decoders', 130],
       ['bob', 'Steady Kernels', 120],
@@ -116,9 +90,8 @@ describe.skipIf(!hasChromium())('re-runs and the verified final board end to end
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await hub?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it(
@@ -126,7 +99,7 @@ describe.skipIf(!hasChromium())('re-runs and the verified final board end to end
     { timeout: 240_000 },
     async () => {
       const page = await browser('organizer');
-      await signIn(page, ORGANIZER);
+      await signInThroughForm(page, ORGANIZER);
 
       // Re-run Ann's best run from the console, replaying its hidden prompts for an audit.
       await page.goto('/admin/runs');

@@ -1,11 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventBus } from '../../apps/api/src/common/event-bus';
 import { toyStarter } from '../support/archives';
-import { ROOT, startTestHub, type TestHub } from '../support/hub';
+import { BrowserProfiles, recordPageErrors, requireBuiltWebApp, SCREENSHOTS } from '../support/browser';
+import { startTestHub, type TestHub } from '../support/hub';
 import { hasChromium } from '../support/prerequisites';
 import { ownerWithTeam, signIn, type TestUser } from '../support/users';
 
@@ -17,45 +17,21 @@ import { ownerWithTeam, signIn, type TestUser } from '../support/users';
  * banners away live; the final board's publication shows its banner and link. Any console error
  * fails the test. Screenshot: test/e2e/screenshots/notice-round-closing.png.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-];
 const ORGANIZER = 'org-notices-e2e';
 
 describe.skipIf(!hasChromium())('benchmark notices in the web', () => {
   let hub: TestHub;
   let organizer: TestUser;
   let owner: TestUser;
-  const contexts: BrowserContext[] = [];
-  const dirs: string[] = [];
+  const profiles = new BrowserProfiles('dryft-e2e-');
   const consoleErrors: string[] = [];
 
   async function browserAs(user: TestUser | null, label: string): Promise<Page> {
-    const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-${label}-`));
-    dirs.push(dir);
-    const ctx = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-      viewport: { width: 1280, height: 860 },
+    const ctx = await profiles.open(label, {
       baseURL: hub.baseUrl,
       permissions: ['notifications'],
+      cookie: user?.cookie,
     });
-    contexts.push(ctx);
-    if (user)
-      await ctx.addCookies(
-        user.cookie.split('; ').map((kv) => {
-          const i = kv.indexOf('=');
-          return { name: kv.slice(0, i), value: kv.slice(i + 1), url: hub.baseUrl };
-        }),
-      );
     // Notifications the page shows, recorded (headless Chromium draws none).
     await ctx.addInitScript(() => {
       const shown: { title: string; body?: string }[] = [];
@@ -70,17 +46,14 @@ describe.skipIf(!hasChromium())('benchmark notices in the web', () => {
       }
       (window as unknown as { Notification: unknown }).Notification = Recorded;
     });
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') consoleErrors.push(`[${label}] ${msg.text()} (${msg.location().url})`);
-    });
-    page.on('pageerror', (err) => consoleErrors.push(`[${label}] page error: ${err.message}`));
+    const page = await ctx.newPage();
+    recordPageErrors(page, label, consoleErrors);
     return page;
   }
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD)) throw new Error('apps/web/build is missing: run `npm run build` first.');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     hub = await startTestHub({
       // The webhook the owner adds points at loopback (nothing listens: its deliveries stay pending).
       env: {
@@ -100,9 +73,8 @@ describe.skipIf(!hasChromium())('benchmark notices in the web', () => {
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await hub?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it(
@@ -160,7 +132,10 @@ describe.skipIf(!hasChromium())('benchmark notices in the web', () => {
       const late = await browserAs(null, 'late');
       await late.goto('/benchmarks/toy-decode');
       await banner(late).waitFor({ timeout: 20_000 });
-      await spectator.screenshot({ path: path.join(SHOTS, 'notice-round-closing.png'), fullPage: true });
+      await spectator.screenshot({
+        path: path.join(SCREENSHOTS, 'notice-round-closing.png'),
+        fullPage: true,
+      });
 
       // Canceled: every banner goes, live.
       expect((await organizer.delete(`/api/admin/schedule/${close.body.id}?reason=extended`)).status).toBe(

@@ -1,16 +1,22 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toyStarter } from '../support/archives';
-import { ROOT, startTestHub, type TestHub } from '../support/hub';
+import {
+  BrowserProfiles,
+  recordPageErrors,
+  requireBuiltWebApp,
+  SCREENSHOTS,
+  signInThroughForm,
+} from '../support/browser';
+import { startTestHub, type TestHub } from '../support/hub';
 import { hasChromium } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
-import { ownerWithTeam, signIn as signInApi, type TestUser } from '../support/users';
+import { ownerWithTeam, signIn, type TestUser } from '../support/users';
 
 /**
  * The organizer's console in Chromium, on the built web app served by the real API on real
@@ -19,22 +25,11 @@ import { ownerWithTeam, signIn as signInApi, type TestUser } from '../support/us
  * live), bans a team and reads the audit log; the banned participant sees why and is refused an
  * upload; the team's run page and public page show the disqualification's reason.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-];
 const ORGANIZER = 'olga-org';
 
 describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   let hub: TestHub;
-  const contexts: BrowserContext[] = [];
-  const dirs: string[] = [];
+  const profiles = new BrowserProfiles('dryft-e2e-org-');
   const pageErrors: string[] = [];
   let ann: TestUser;
   let annTeam: { id: string; slug: string };
@@ -42,41 +37,18 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   const runs: Record<string, string> = {};
 
   async function browser(label: string, permissions: string[] = []): Promise<Page> {
-    const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-org-${label}-`));
-    dirs.push(dir);
-    const ctx = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-      viewport: { width: 1280, height: 860 },
-      baseURL: hub.baseUrl,
-      permissions,
-    });
-    contexts.push(ctx);
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.on('pageerror', (err) => pageErrors.push(`[${label}] ${err.message}`));
-    page.on('console', (msg) => {
-      // The refused upload is an expected 403; anything else logged as an error fails the test.
-      if (msg.type() === 'error' && !/status of 403/.test(msg.text()))
-        pageErrors.push(`[${label}] console: ${msg.text()}`);
-    });
+    const page = await profiles.openPage(label, { baseURL: hub.baseUrl, permissions });
+    // The refused upload is an expected 403; anything else logged as an error fails the test.
+    recordPageErrors(page, label, pageErrors, (msg) => /status of 403/.test(msg.text()));
     return page;
   }
 
-  async function signIn(page: Page, login: string): Promise<void> {
-    await page.goto('/signin');
-    await page.getByTestId('dev-login').fill(login);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByTestId('account-menu').waitFor();
-    await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
-  }
-
   const shot = (page: Page, name: string) =>
-    page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD)) throw new Error('apps/web/build is missing: run `npm run build` first.');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     // The test's webhook receiver listens on loopback.
     hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER, OUTGOING_WEBHOOK_ALLOW_PRIVATE: 'true' } });
     const agent = new TestAgent(hub);
@@ -109,9 +81,8 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await hub?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it(
@@ -128,7 +99,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
 
       // The organizer's console: all runs, filtered to Bob's team.
       const org = await browser('organizer');
-      await signIn(org, ORGANIZER);
+      await signInThroughForm(org, ORGANIZER);
       await org.getByRole('link', { name: 'All runs' }).click();
       await org.getByTestId('admin-run-row').first().waitFor();
       expect(await org.getByTestId('admin-run-row').count()).toBe(3);
@@ -188,13 +159,13 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
 
       // The banned participant: the reason and the end on every page; an upload is refused with both.
       const bob = await browser('banned');
-      await signIn(bob, 'bob-e2e');
+      await signInThroughForm(bob, 'bob-e2e');
       await bob.goto('/submissions');
       const notice = bob.getByTestId('ban-notice');
       await notice.waitFor();
       expect(await notice.textContent()).toContain('Repeated rule-breaking');
       expect(await notice.textContent()).toContain('Metric Benders');
-      const starter = path.join(dirs[0], 'engine.tar.gz');
+      const starter = path.join(profiles.folders[0], 'engine.tar.gz');
       writeFileSync(starter, await toyStarter());
       if (await bob.getByTestId('benchmark-select').count())
         await bob.getByTestId('benchmark-select').selectOption('toy-decode');
@@ -233,7 +204,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
       expect(await spectator.getByTestId('round-clock').count()).toBe(0);
 
       const org = await browser('clock-organizer');
-      await signIn(org, ORGANIZER);
+      await signInThroughForm(org, ORGANIZER);
       await org.goto('/admin');
       const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
       await card.getByTestId('round-clock-admin').locator('summary').click();
@@ -279,14 +250,14 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
     'the console shows a scheduled close when it happens; lifting a ban without a reason says so beside it',
     { timeout: 120_000 },
     async () => {
-      const api = await signInApi(hub, ORGANIZER);
+      const api = await signIn(hub, ORGANIZER);
       const org = await browser('schedule-fires');
       const dialogs: string[] = [];
       org.on('dialog', (d) => {
         dialogs.push(d.message());
         void d.dismiss();
       });
-      await signIn(org, ORGANIZER);
+      await signInThroughForm(org, ORGANIZER);
       await org.goto('/admin');
       const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
       const toggle = card.getByLabel('Submissions open');
@@ -329,7 +300,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
     { timeout: 120_000 },
     async () => {
       // A registered CPU agent (its capabilities as it reported them) makes "cpu" a known key.
-      const api = await signInApi(hub, ORGANIZER);
+      const api = await signIn(hub, ORGANIZER);
       const created = await api.post('/api/admin/agents', { name: 'console-cpu' });
       await hub.dataSource.query(`UPDATE agents SET capabilities = $2 WHERE id = $1`, [
         created.body.id,
@@ -344,7 +315,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
         },
       ]);
       const org = await browser('baselines-organizer');
-      await signIn(org, ORGANIZER);
+      await signInThroughForm(org, ORGANIZER);
       await org.goto('/admin');
       const card = org.getByTestId('admin-benchmark').filter({ hasText: 'toy-decode' });
       const admin = card.getByTestId('baselines-admin');
@@ -414,7 +385,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
     async () => {
       const submissionId = (await ann.get(`/api/runs/${runs.ann}`)).body.submissionId as string;
       const org = await browser('code');
-      await signIn(org, ORGANIZER);
+      await signInThroughForm(org, ORGANIZER);
       await org.goto('/admin/runs');
       await org.locator(`a[href="/submissions/${submissionId}/code"]`).first().click();
       await org.getByTestId('code-title').waitFor();
@@ -453,7 +424,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
     { timeout: 120_000 },
     async () => {
       const org = await browser('quota');
-      await signIn(org, ORGANIZER);
+      await signInThroughForm(org, ORGANIZER);
       await org.goto('/admin/runs');
       const row = org.locator('tr', { has: org.locator(`a[href="/runs/${runs.ann}"]`) });
       await row.getByTestId('admin-run-refund').click();
@@ -522,7 +493,7 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
           Spy.requestPermission = Real.requestPermission.bind(Real);
           w.Notification = Spy;
         });
-        await signIn(page, 'nina-e2e');
+        await signInThroughForm(page, 'nina-e2e');
 
         await page.goto('/team');
         const hooks = page.getByTestId('team-webhooks');
@@ -577,10 +548,6 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
   );
 
   async function orgCookie(): Promise<string> {
-    const res = await hub.http.post('/api/auth/dev').send({ login: ORGANIZER });
-    return ([] as string[])
-      .concat(res.headers['set-cookie'] ?? [])
-      .map((c) => c.split(';')[0])
-      .join('; ');
+    return (await signIn(hub, ORGANIZER)).cookie;
   }
 });

@@ -1,25 +1,13 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { chromium } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BrowserProfiles, CHROMIUM_ARGS_NO_EXTRA_TRAFFIC, recordPageErrors } from '../support/browser';
 import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
 import { ROOT } from '../support/hub';
 import { available, pythonWithTorch } from '../support/prerequisites';
 import { existsSync } from 'node:fs';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /**
  * The single-file product end to end, on CPU: a `submission.py` uploaded through the hub for the
@@ -29,6 +17,8 @@ const ARGS = [
  * how long it trains.
  */
 const python = pythonWithTorch();
+/** One Chromium per test at most; each test closes what it opened. */
+const profiles = new BrowserProfiles('dryft-e2e-training-', CHROMIUM_ARGS_NO_EXTRA_TRAFFIC);
 
 describe.skipIf(
   !existsSync(AGENT_MAIN) ||
@@ -114,16 +104,10 @@ describe.skipIf(
     expect(result.metrics.tokensSeen).toBeGreaterThan(0);
     expect(result.curve?.length ?? 0).toBeGreaterThan(0);
 
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
     try {
-      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await ctx.addCookies(
-        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
-      );
-      const page = await ctx.newPage();
+      const page = await profiles.openPage('run', { baseURL: hub.url, cookie: headers.cookie });
       const errors: string[] = [];
-      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      page.on('pageerror', (e) => errors.push(e.message));
+      recordPageErrors(page, 'run', errors);
       await page.goto(`${hub.url}/runs/${run.id}`);
       const score = page.getByTestId('run-score');
       await expect
@@ -138,12 +122,12 @@ describe.skipIf(
       });
       expect(errors).toEqual([]);
     } finally {
-      await browser.close();
+      await profiles.closeAll();
     }
   });
 });
 
-/** Signs a user in on a quick-start hub and gives them a team; returns cookies and CSRF headers. */
+/** Signs a user in on a quick-start hub and gives them a team; returns its cookie and CSRF headers. */
 async function participant(url: string, login: string) {
   const signIn = await fetch(`${url}/api/auth/dev`, {
     method: 'POST',
@@ -159,7 +143,7 @@ async function participant(url: string, login: string) {
     body: JSON.stringify({ name: `${login} team` }),
   });
   expect(team.status).toBe(201);
-  return { cookies, headers };
+  return { headers };
 }
 
 async function startPracticeRun(url: string, headers: Record<string, string>) {
@@ -198,18 +182,12 @@ describe.skipIf(
   afterAll(async () => hub?.close());
 
   it('trains the sample on the local agent, streams the loss curve live, and scores well above chance', async () => {
-    const { cookies, headers } = await participant(hub.url, 'practiser');
+    const { headers } = await participant(hub.url, 'practiser');
     const run = await startPracticeRun(hub.url, headers);
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
     try {
-      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await ctx.addCookies(
-        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
-      );
-      const page = await ctx.newPage();
+      const page = await profiles.openPage('practice', { baseURL: hub.url, cookie: headers.cookie });
       const errors: string[] = [];
-      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      page.on('pageerror', (e) => errors.push(e.message));
+      recordPageErrors(page, 'practice', errors);
       await page.goto(`${hub.url}/runs/${run.id}`);
       // The loss curve appears while the run is still running: it streams.
       await page.getByTestId('chart-metric-loss').waitFor({ timeout: 120_000 });
@@ -236,7 +214,7 @@ describe.skipIf(
       });
       expect(errors).toEqual([]);
     } finally {
-      await browser.close();
+      await profiles.closeAll();
     }
   }, 300_000);
 });
@@ -268,7 +246,7 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
   });
 
   it('keeps the run queued and says: apt-get install python3-torch, or set HARNESS_PYTHON', async () => {
-    const { cookies, headers } = await participant(hub.url, 'no-torch');
+    const { headers } = await participant(hub.url, 'no-torch');
     const run = await startPracticeRun(hub.url, headers);
     let view: { status: string; waiting: { reason: string } | null } | undefined;
     for (const end = Date.now() + 60_000; Date.now() < end;) {
@@ -281,13 +259,13 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
     expect(view!.waiting!.reason).toContain('Agent local has the hardware but cannot run it');
     expect(view!.waiting!.reason).toContain('apt-get install python3-torch');
     expect(view!.waiting!.reason).toContain('HARNESS_PYTHON');
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
     try {
-      const ctx = await browser.newContext();
-      await ctx.addCookies(
-        cookies.map((c) => ({ name: c.split('=')[0], value: c.slice(c.indexOf('=') + 1), url: hub.url })),
-      );
-      const page = await ctx.newPage();
+      // Playwright's own default viewport, which the committed screenshot has.
+      const page = await profiles.openPage('no-torch', {
+        baseURL: hub.url,
+        viewport: { width: 1280, height: 720 },
+        cookie: headers.cookie,
+      });
       await page.goto(`${hub.url}/runs/${run.id}`);
       const waiting = page.getByTestId('run-waiting');
       await waiting.waitFor({ timeout: 20_000 });
@@ -322,7 +300,7 @@ describe.skipIf(!existsSync(AGENT_MAIN))('recurrence-cpu on a local agent withou
         expect.objectContaining({ bucket: 'practice', used: 0, refunded: 1, remaining: 200 }),
       ]);
     } finally {
-      await browser.close();
+      await profiles.closeAll();
     }
   }, 120_000);
 });

@@ -1,12 +1,11 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { existsSync } from 'node:fs';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toyStarter } from '../support/archives';
 import { busyCheckers } from '../support/busy-checkers';
-import { ROOT, startTestHub, type TestHub } from '../support/hub';
-import { CHROMIUM, hasChromium } from '../support/prerequisites';
+import { BrowserProfiles, WEB_BUILD } from '../support/browser';
+import { startTestHub, type TestHub } from '../support/hub';
+import { hasChromium } from '../support/prerequisites';
 import { ownerWithTeam, type TestUser } from '../support/users';
 
 /**
@@ -15,39 +14,27 @@ import { ownerWithTeam, type TestUser } from '../support/users';
  * again after the Retry-After with the same Idempotency-Key, and is stored once; the notice goes.
  * The real API serves the built app.
  */
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-
 describe.skipIf(!hasChromium() || !existsSync(WEB_BUILD))(
   'the web while every upload checker is busy',
   () => {
     let hub: TestHub;
     let owner: TestUser;
-    let ctx: BrowserContext;
+    const profiles = new BrowserProfiles('dryft-e2e-busy-');
     let page: Page;
-    let dir: string;
 
     beforeAll(async () => {
       hub = await startTestHub({ env: { UPLOAD_CHECK_WORKERS: '1', UPLOAD_CHECK_QUEUE: '0' } });
       ({ owner } = await ownerWithTeam(hub, 'busy-web'));
-      dir = mkdtempSync(path.join(tmpdir(), 'dryft-e2e-busy-'));
-      ctx = await chromium.launchPersistentContext(dir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+      // Playwright's own default viewport: nothing here depends on the page's width.
+      page = await profiles.openPage('owner', {
         baseURL: hub.baseUrl,
+        viewport: { width: 1280, height: 720 },
+        cookie: owner.cookie,
       });
-      await ctx.addCookies(
-        owner.cookie.split('; ').map((kv) => {
-          const i = kv.indexOf('=');
-          return { name: kv.slice(0, i), value: kv.slice(i + 1), url: hub.baseUrl };
-        }),
-      );
-      page = ctx.pages()[0] ?? (await ctx.newPage());
     });
     afterAll(async () => {
-      await ctx?.close();
+      await profiles.closeAll();
       await hub?.close();
-      if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
     it('says it is retrying, sends the upload again after the Retry-After and stores it once', async () => {

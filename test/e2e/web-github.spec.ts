@@ -1,17 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { readTar } from '@dryft/libs';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { hasChromium } from '../support/prerequisites';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appKeys, APP_ID, githubAppEnv, pushPayload, sign } from '../support/github-app';
 import type { StandinRepo } from '../support/github-app-standin';
 import { startGithubStandin, type GithubStandin } from '../support/github-standin';
+import {
+  BrowserProfiles,
+  CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
+  recordPageErrors,
+  requireBuiltWebApp,
+  SCREENSHOTS,
+} from '../support/browser';
 import { ROOT } from '../support/hub';
-import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
+import { AGENT_MAIN, startQuickstart, waitForLocalAgentOnline, type Quickstart } from '../support/quickstart';
 
 /**
  * Run on push in the browser: the built web app served by the real API process on a fresh
@@ -22,19 +28,6 @@ import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickst
  * own example payload, moved to this repository) shows as succeeded in Check delivery, and its run
  * streams its log live until it succeeds. Run now starts one more run. Any console error fails.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const ORGANIZER = 'org-gh-e2e';
 const INSTALLATION = 9101;
 const REPO = 'octo/fast-qwen';
@@ -42,57 +35,22 @@ const REPO = 'octo/fast-qwen';
 let baseUrl = '';
 let quickstart: Quickstart | undefined;
 let standin: GithubStandin | undefined;
-const contexts: BrowserContext[] = [];
-const dirs: string[] = [];
+const profiles = new BrowserProfiles('dryft-e2e-github-', CHROMIUM_ARGS_NO_EXTRA_TRAFFIC);
 const consoleErrors: string[] = [];
 
-function watch(page: Page): void {
-  // Chromium logs every failed fetch as a console error: any error fails the test.
-  page.on('console', (msg) => {
-    if (msg.type() === 'error') consoleErrors.push(`${msg.text()} (${msg.location().url || page.url()})`);
-  });
-  page.on('pageerror', (err) => consoleErrors.push(`page error: ${err.message} (${page.url()})`));
-}
-
 const shot = (page: Page, name: string) =>
-  page.screenshot({ path: path.join(SHOTS, `web-github-${name}.png`), fullPage: true });
-
-async function waitForLocalAgent(url: string, timeoutMs = 60_000): Promise<void> {
-  const res = await fetch(`${url}/api/auth/dev`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ login: ORGANIZER }),
-  });
-  const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const list = await fetch(`${url}/api/admin/agents`, { headers: { cookie } });
-    if (list.ok) {
-      const agents = (await list.json()) as { name: string; status: string }[];
-      if (agents.some((a) => a.name === 'local' && a.status === 'online')) return;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`the local agent did not come online within ${timeoutMs} ms`);
-}
+  page.screenshot({ path: path.join(SCREENSHOTS, `web-github-${name}.png`), fullPage: true });
 
 /** A fresh browser profile (its own cookies: its own user). */
 async function browser(label: string): Promise<Page> {
-  const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-github-${label}-`));
-  dirs.push(dir);
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width: 1280, height: 860 },
-    acceptDownloads: true,
+  const ctx = await profiles.open(label, {
     baseURL: baseUrl,
+    acceptDownloads: true,
   });
-  contexts.push(ctx);
-  ctx.on('page', watch);
-  const page = ctx.pages()[0] ?? (await ctx.newPage());
-  watch(page);
-  return page;
+  // Chromium logs every failed fetch as a console error: any error fails the test. Every page the
+  // profile opens (this one, popups) is watched.
+  ctx.on('page', (p) => recordPageErrors(p, label, consoleErrors));
+  return ctx.newPage();
 }
 
 /** The files of a "Download template" archive, without its top folder. */
@@ -129,13 +87,12 @@ const logCount = async (page: Page) =>
 
 describe.skipIf(!hasChromium())('web: run on push through the GitHub App', () => {
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD))
-      throw new Error('apps/web/build is missing: run `npm run build` first (npm test does).');
+    requireBuiltWebApp();
     if (!existsSync(AGENT_MAIN))
       throw new Error(
         `${AGENT_MAIN} is missing: run \`npm run build\` first (the local agent runs toy-decode).`,
       );
-    mkdirSync(SHOTS, { recursive: true });
+    mkdirSync(SCREENSHOTS, { recursive: true });
     standin = await startGithubStandin();
     const keys = appKeys();
     standin.app.configure({ appId: APP_ID, publicKey: keys.publicKey });
@@ -145,14 +102,13 @@ describe.skipIf(!hasChromium())('web: run on push through the GitHub App', () =>
     baseUrl = quickstart.url;
     // GitHub's install page sends the browser back to the hub's Setup URL.
     standin.app.setupUrl = `${baseUrl}/api/github/setup`;
-    await waitForLocalAgent(baseUrl);
+    await waitForLocalAgentOnline(baseUrl, ORGANIZER);
   }, 90_000);
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await quickstart?.close();
     await standin?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it(
@@ -163,7 +119,7 @@ describe.skipIf(!hasChromium())('web: run on push through the GitHub App', () =>
       try {
         await journey(page);
       } catch (err) {
-        for (const [i, c] of contexts.entries())
+        for (const [i, c] of profiles.contexts.entries())
           for (const p of c.pages()) await shot(p, `failure-${i}`).catch(() => undefined);
         throw new Error(
           `${(err as Error).message}\nconsole errors: ${JSON.stringify(consoleErrors)}\nstand-in calls: ${standin!.app.calls.slice(-20).join(', ')}\nhub output (tail): ${`${quickstart!.api.output()}\n${quickstart!.agent?.output() ?? ''}`.slice(-3000)}`,
@@ -204,7 +160,7 @@ async function journey(page: Page): Promise<void> {
     page.waitForEvent('download'),
     page.getByTestId('template-download').click(),
   ]);
-  const tgz = path.join(dirs[0], download.suggestedFilename());
+  const tgz = path.join(profiles.folders[0], download.suggestedFilename());
   await download.saveAs(tgz);
   const files = templateFiles(readFileSync(tgz));
   expect(files['engine/engine.py'].toString()).toBe(

@@ -1,11 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HarnessSampleEvent } from '@dryft/libs';
 import { toyStarter } from '../support/archives';
-import { ROOT, startTestHub, type TestHub } from '../support/hub';
+import { BrowserProfiles, recordPageErrors, requireBuiltWebApp, SCREENSHOTS } from '../support/browser';
+import { startTestHub, type TestHub } from '../support/hub';
 import { hasChromium } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
 import { ownerWithTeam, signIn, type TestUser } from '../support/users';
@@ -21,56 +21,27 @@ import { ownerWithTeam, signIn, type TestUser } from '../support/users';
  * Screenshots committed under test/e2e/screenshots/ (see .gitignore): participant-run-live.png,
  * participant-run-succeeded.png, participant-run-failed.png, participant-leaderboard-rules-bump.png.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-];
 const ORGANIZER = 'org-participant-e2e';
 
 let hub: TestHub;
-const contexts: BrowserContext[] = [];
-const dirs: string[] = [];
+const profiles = new BrowserProfiles('dryft-e2e-');
 const consoleErrors: string[] = [];
 /** Failed requests the test provokes on purpose (Chromium logs every failed fetch as an error). */
 const expected404 = /\/api\/public\/teams\/[^ ]+|\/api\/teams\/join/;
 
 async function browserAs(user: TestUser | null, label: string): Promise<Page> {
-  const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-${label}-`));
-  dirs.push(dir);
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width: 1280, height: 860 },
-    baseURL: hub.baseUrl,
-  });
-  contexts.push(ctx);
-  if (user)
-    await ctx.addCookies(
-      user.cookie.split('; ').map((kv) => {
-        const i = kv.indexOf('=');
-        return { name: kv.slice(0, i), value: kv.slice(i + 1), url: hub.baseUrl };
-      }),
-    );
-  const page = ctx.pages()[0] ?? (await ctx.newPage());
-  page.on('console', (msg) => {
-    if (msg.type() !== 'error') return;
-    const where = msg.location().url || page.url();
-    if (msg.text().includes('404') && expected404.test(where)) return;
-    consoleErrors.push(`[${label}] ${msg.text()} (${where})`);
-  });
-  page.on('pageerror', (err) => consoleErrors.push(`[${label}] page error: ${err.message}`));
+  const page = await profiles.openPage(label, { baseURL: hub.baseUrl, cookie: user?.cookie });
+  recordPageErrors(
+    page,
+    label,
+    consoleErrors,
+    (msg, where) => msg.text().includes('404') && expected404.test(where),
+  );
   return page;
 }
 
 const shot = (page: Page, name: string) =>
-  page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
 function sample(workload: string, index: number, ttftMs: number, tpotMs: number): HarnessSampleEvent {
   return {
@@ -115,9 +86,8 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
   const agent = () => new TestAgent(hub, 'gpu-7');
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD))
-      throw new Error('apps/web/build is missing: run `npm run build` first (npm test does).');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     // No sweeper stop at the deadline: the agent's own report of a stop at a lowered limit is tested.
     hub = await startTestHub({ env: { ADMIN_LOGINS: ORGANIZER, DEADLINE_GRACE_SECONDS: '3600' } });
     ({ owner, team } = await ownerWithTeam(hub, 'olga-e2e', 'Pipeline Crew'));
@@ -134,9 +104,8 @@ describe.skipIf(!hasChromium())("the participant's path in the web", () => {
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await hub?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   const startRun = async (mode: 'public' | 'official') => {

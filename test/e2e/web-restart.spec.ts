@@ -1,9 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiProc, HttpUser, startApi, stopProc, toyStarter, until } from '../support/agent-helpers';
+import { browserCookies, BrowserProfiles } from '../support/browser';
 import { createTestDatabase } from '../support/db';
 import { FakeAgent } from '../support/fake-agent';
 import { hasChromium } from '../support/prerequisites';
@@ -15,7 +15,6 @@ import { freePort, ROOT } from '../support/quickstart';
  * socket.io-client never reconnects on its own) and started again on the same port while a run
  * streams; the page must reconnect, rejoin from its last line, and show every line once, live.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LINES = 240;
 
 describe.skipIf(!hasChromium())('web run page across an API restart', () => {
@@ -25,7 +24,7 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
   let dataDir: string;
   let ctx: BrowserContext | undefined;
   let agent: FakeAgent | undefined;
-  const dirs: string[] = [];
+  const profiles = new BrowserProfiles('dryft-e2e-restart-');
   const ORG = 'restart-org';
 
   const boot = async () => {
@@ -41,10 +40,10 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
   });
   afterAll(async () => {
     agent?.close();
-    await ctx?.close();
+    await profiles.closeAll();
     await stopProc(api);
     await db?.drop().catch(() => undefined);
-    for (const d of [dataDir, ...dirs]) if (d) rmSync(d, { recursive: true, force: true });
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('reconnects and shows every line once, live, after the API restarts mid-run', async () => {
@@ -60,21 +59,13 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
     const owner = await HttpUser.signIn(url, 'restart-owner');
     await owner.createTeam();
 
-    const dir = mkdtempSync(path.join(tmpdir(), 'dryft-e2e-restart-'));
-    dirs.push(dir);
-    ctx = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+    // Playwright's own default viewport: nothing here depends on the page's width.
+    ctx = await profiles.open('owner', {
       baseURL: url,
+      viewport: { width: 1280, height: 720 },
+      cookie: owner.cookie,
     });
-    await ctx.addCookies(
-      owner.cookie.split('; ').map((kv) => {
-        const i = kv.indexOf('=');
-        return { name: kv.slice(0, i), value: kv.slice(i + 1), url };
-      }),
-    );
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const page = await ctx.newPage();
     // Every log line the page receives over a live socket, per socket.
     const sockets: number[][] = [];
     page.on('websocket', (ws) => {
@@ -132,12 +123,7 @@ describe.skipIf(!hasChromium())('web run page across an API restart', () => {
 
     const page = await ctx!.newPage();
     await ctx!.clearCookies();
-    await ctx!.addCookies(
-      member.cookie.split('; ').map((kv) => {
-        const i = kv.indexOf('=');
-        return { name: kv.slice(0, i), value: kv.slice(i + 1), url };
-      }),
-    );
+    await ctx!.addCookies(browserCookies(member.cookie, url));
     const run = await owner.startRun(await owner.upload(await toyStarter()));
     await page.goto(`/runs/${run.id}`);
     const shown = async () =>

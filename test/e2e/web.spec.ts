@@ -1,11 +1,18 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BrowserProfiles,
+  CHROMIUM_ARGS_NO_EXTRA_TRAFFIC,
+  recordPageErrors,
+  requireBuiltWebApp,
+  SCREENSHOTS,
+} from '../support/browser';
 import { ROOT, startTestHub, type TestHub } from '../support/hub';
 import { HarnessStandin } from '../support/hub-process';
-import { AGENT_MAIN, startQuickstart, type Quickstart } from '../support/quickstart';
+import { AGENT_MAIN, startQuickstart, waitForLocalAgentOnline, type Quickstart } from '../support/quickstart';
 import { signIn } from '../support/users';
 import { hasChromium } from '../support/prerequisites';
 import { TestAgent } from '../support/test-agent';
@@ -20,76 +27,33 @@ import { toyStarter } from '../support/archives';
  * live; a signed-out spectator in a second browser watches the leaderboard change when an official
  * run (started after its confirmation dialog) lands. Any console error fails the test.
  */
-const SHOTS = path.join(ROOT, 'test/e2e/screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const WEB_BUILD = path.join(ROOT, 'apps/web/build/200.html');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
 let baseUrl = '';
 let runnerOutput: () => string = () => '';
-const contexts: BrowserContext[] = [];
+const profiles = new BrowserProfiles('dryft-e2e-', CHROMIUM_ARGS_NO_EXTRA_TRAFFIC);
+/** Folders that are not a browser's profile (benchmark definitions). */
 const dirs: string[] = [];
 const consoleErrors: string[] = [];
 const ADMIN = 'ada-e2e';
 
-async function browserContext(label: string): Promise<BrowserContext> {
-  const dir = mkdtempSync(path.join(tmpdir(), `dryft-e2e-${label}-`));
-  dirs.push(dir);
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width: 1280, height: 860 },
-    acceptDownloads: true,
+async function browserContext(label: string, cookie?: string): Promise<BrowserContext> {
+  const ctx = await profiles.open(label, {
     baseURL: baseUrl,
+    acceptDownloads: true,
+    cookie,
   });
-  contexts.push(ctx);
+  // Every page the profile opens (a new context has none yet), popups too.
   ctx.on('page', (p) => watch(p, label));
-  for (const p of ctx.pages()) watch(p, label);
   return ctx;
 }
 
 function watch(page: Page, label: string): void {
-  page.on('console', (msg) => {
-    // Chromium itself logs every failed fetch: any error fails the test (GET /api/github/status
-    // answers 200 on every hub, with `configured: false` where the GitHub App is not set up).
-    if (msg.type() !== 'error') return;
-    consoleErrors.push(`[${label}] ${msg.text()} (${msg.location().url || page.url()})`);
-  });
-  page.on('pageerror', (err) => consoleErrors.push(`[${label}] page error: ${err.message} (${page.url()})`));
+  // Chromium itself logs every failed fetch: any error fails the test (GET /api/github/status
+  // answers 200 on every hub, with `configured: false` where the GitHub App is not set up).
+  recordPageErrors(page, label, consoleErrors);
 }
 
 async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-}
-
-async function waitForLocalAgent(url: string, login: string, timeoutMs = 60_000): Promise<void> {
-  // An organizer session sees the agents list; the local agent must be online before runs start.
-  const res = await fetch(`${url}/api/auth/dev`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ login }),
-  });
-  const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const list = await fetch(`${url}/api/admin/agents`, { headers: { cookie } });
-    if (list.ok) {
-      const agents = (await list.json()) as { name: string; status: string }[];
-      if (agents.some((a) => a.name === 'local' && a.status === 'online')) return;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`the local agent did not come online within ${timeoutMs} ms:\n${runnerOutput()}`);
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
 describe.skipIf(!hasChromium())('web client end to end', () => {
@@ -99,9 +63,8 @@ describe.skipIf(!hasChromium())('web client end to end', () => {
   const useAgent = existsSync(AGENT_MAIN) && process.env.DRYFT_TEST_STANDIN !== '1';
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD))
-      throw new Error('apps/web/build is missing: run `npm run build` first (npm test does).');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     // toy-decode as configured, but with the timing-stability limit opened wide: the subject here is
     // the web, and a shared CPU box's timing noise must not decide whether the official run ranks.
     const defs = mkdtempSync(path.join(tmpdir(), 'dryft-e2e-defs-'));
@@ -117,7 +80,9 @@ describe.skipIf(!hasChromium())('web client end to end', () => {
       quickstart = await startQuickstart({ env });
       baseUrl = quickstart.url;
       runnerOutput = () => `${quickstart!.api.output()}\n${quickstart!.agent?.output() ?? ''}`;
-      await waitForLocalAgent(baseUrl, ADMIN);
+      await waitForLocalAgentOnline(baseUrl, ADMIN).catch((err: Error) => {
+        throw new Error(`${err.message}:\n${runnerOutput()}`, { cause: err });
+      });
     } else {
       console.warn(
         '[e2e web] apps/gpu-agent is not built: runs go through HarnessStandin (the real harness, in process)',
@@ -131,7 +96,7 @@ describe.skipIf(!hasChromium())('web client end to end', () => {
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await standin?.stop();
     await hub?.close();
     await quickstart?.close();
@@ -143,11 +108,11 @@ describe.skipIf(!hasChromium())('web client end to end', () => {
     { timeout: 240_000 },
     async () => {
       const ctx = await browserContext('participant');
-      const page = ctx.pages()[0] ?? (await ctx.newPage());
+      const page = await ctx.newPage();
       try {
         await journey(page, useAgent);
       } catch (err) {
-        for (const [i, c] of contexts.entries())
+        for (const [i, c] of profiles.contexts.entries())
           for (const p of c.pages()) await shot(p, `failure-${i}`).catch(() => undefined);
         throw new Error(
           `${(err as Error).message}\nconsole errors: ${JSON.stringify(consoleErrors)}\nrunner output (tail): ${runnerOutput().slice(-3000)}`,
@@ -190,7 +155,7 @@ async function journey(page: Page, useAgent: boolean): Promise<void> {
     page.waitForEvent('download'),
     page.getByTestId('starter-download').click(),
   ]);
-  const starter = path.join(dirs[dirs.length - 1], download.suggestedFilename());
+  const starter = path.join(profiles.folders[profiles.folders.length - 1], download.suggestedFilename());
   await download.saveAs(starter);
   expect(readFileSync(starter).subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
   await page.getByTestId('file-input').setInputFiles(starter);
@@ -342,17 +307,15 @@ describe.skipIf(!hasChromium())('web run log at 100,000 lines', () => {
   let hub: TestHub;
 
   beforeAll(async () => {
-    if (!existsSync(WEB_BUILD))
-      throw new Error('apps/web/build is missing: run `npm run build` first (npm test does).');
-    mkdirSync(SHOTS, { recursive: true });
+    requireBuiltWebApp();
+    mkdirSync(SCREENSHOTS, { recursive: true });
     hub = await startTestHub();
     baseUrl = hub.baseUrl;
   });
 
   afterAll(async () => {
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+    await profiles.closeAll();
     await hub?.close();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it('loads, virtualizes, searches and follows a 100,000-line log', { timeout: 180_000 }, async () => {
@@ -383,14 +346,8 @@ describe.skipIf(!hasChromium())('web run log at 100,000 lines', () => {
     }
     console.log(`[e2e web] stored 100,000 lines in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-    const ctx = await browserContext('long-log');
-    await ctx.addCookies(
-      user.cookie.split('; ').map((kv) => {
-        const i = kv.indexOf('=');
-        return { name: kv.slice(0, i), value: kv.slice(i + 1), url: hub.baseUrl };
-      }),
-    );
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const ctx = await browserContext('long-log', user.cookie);
+    const page = await ctx.newPage();
     const t1 = Date.now();
     await page.goto(`/runs/${runId}`);
     await expect

@@ -144,3 +144,30 @@ export async function startQuickstart(
     },
   };
 }
+
+/**
+ * Waits until the quick start's local agent is online, as an organizer (`organizerLogin`, one of the
+ * hub's ADMIN_LOGINS) sees it on the agents list: runs started before would wait in the queue.
+ */
+export async function waitForLocalAgentOnline(
+  url: string,
+  organizerLogin: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const res = await fetch(`${url}/api/auth/dev`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ login: organizerLogin }),
+  });
+  const cookie = (res.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const list = await fetch(`${url}/api/admin/agents`, { headers: { cookie } });
+    if (list.ok) {
+      const agents = (await list.json()) as { name: string; status: string }[];
+      if (agents.some((a) => a.name === 'local' && a.status === 'online')) return;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the local agent did not come online within ${timeoutMs} ms`);
+}
