@@ -280,3 +280,56 @@ def test_every_training_run_compiles_from_an_empty_cache_of_its_own(tmp_path, ja
         else:
             assert path != second[var][0]  # a folder per run ...
             assert not os.path.exists(path)  # ... removed with it
+
+
+def test_loss_points_read_late_keep_the_time_they_were_made_and_none_is_dropped(monkeypatch):
+    """A busy trusted parent can read two of the child's points at once (the 1800 s fault run on a
+    loaded box lost one each time: 2 s gaps). Each point keeps the child's own time, bounded by the
+    parent's clock and by the point before it; the rate guard counts points against the time that
+    passed, so a burst of late points passes and a flood does not."""
+    from harness.training import runner as training_runner
+
+    class Spec:
+        training_budget = 1800.0
+
+    events = []
+
+    class Events:
+        def emit(self, e):
+            events.append(e)
+
+        def log(self, *a, **k):
+            pass
+
+    r = training_runner._Runner(Spec(), "/nonexistent", Events())
+    assert r.metric_every == 1.0
+    clock = {"now": 100.0}
+    monkeypatch.setattr(training_runner.time, "monotonic", lambda: clock["now"])
+    t0 = 100.0
+
+    def point(step, child_elapsed):
+        r.handle_progress({"type": "metric", "value": 1.0, "step": step, "elapsed": child_elapsed}, t0)
+
+    clock["now"] = 100.0
+    point(1, 0.0)
+    clock["now"] = 103.1  # the parent was busy: three points made 1 s apart arrive together
+    point(2, 1.0)
+    point(3, 2.0)
+    point(4, 3.0)
+    assert [e["step"] for e in events] == [1, 2, 3, 4]
+    assert [round(e["elapsedMs"]) for e in events] == [0, 1000, 2000, 3000]
+    # A child's time is never believed past the parent's clock, nor before the point before it.
+    clock["now"] = 104.0
+    point(5, 99.0)
+    assert round(events[-1]["elapsedMs"]) == 4000
+    clock["now"] = 104.2
+    point(6, 1.5)
+    assert len(events) == 5  # too soon after the last point's time (half a cadence): dropped
+    clock["now"] = 105.0
+    point(7, "not a number")
+    assert events[-1]["step"] == 7 and round(events[-1]["elapsedMs"]) == 5000
+    # A flood: as many points as it likes, at most about one per cadence of elapsed time gets through.
+    for step in range(8, 1000):
+        clock["now"] = 105.0 + (step - 8) * 0.001
+        point(step, 5.0 + (step - 8) * 0.6)
+    assert len(events) <= 6 + 2

@@ -114,7 +114,7 @@ class _Runner:
         self.trained: dict = {}
         self.training_wall: Optional[float] = None
         self.metric_every = min(1.0, max(0.05, spec.training_budget / 20))
-        self._last_metric = -1e9
+        self._last_metric = 0.0  # the last loss point's time, seconds of training
         self._metrics_sent = 0
         # A progress line in the run's log about every tenth of the allowance, at least every 30 s:
         # a 1-hour Hard run logs one each 30 s, a 60 s Easy run ten.
@@ -223,12 +223,19 @@ class _Runner:
             tokens = header.get("tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
                 self.log_progress(step, float(value), tokens, now, t0)
-            if now - self._last_metric < self.metric_every * 0.5 and self._metrics_sent:
-                return  # the parent keeps the rate modest whatever the child sends
-            self._last_metric = now
+            at = self.point_time(header.get("elapsed"), now - t0)
+            # The parent keeps the rate modest whatever the child sends: half a cadence apart by the
+            # points' own times, and about one per cadence of the time that passed. Points a busy
+            # parent reads together (made a cadence apart) pass; a flood does not.
+            if self._metrics_sent and (
+                at - self._last_metric < self.metric_every * 0.5
+                or self._metrics_sent >= (now - t0) / self.metric_every + 2
+            ):
+                return
+            self._last_metric = at
             self._metrics_sent += 1
             self.events.emit(
-                {"type": "metric", "name": "loss", "step": step, "value": float(value), "elapsedMs": (now - t0) * 1000.0}
+                {"type": "metric", "name": "loss", "step": step, "value": float(value), "elapsedMs": at * 1000.0}
             )
         elif kind == "check":
             name, passed, detail = header.get("name"), header.get("passed"), header.get("detail")
@@ -239,6 +246,15 @@ class _Runner:
             message = header.get("message")
             if isinstance(message, str):
                 self.events.log(message[:2000], level=level)
+
+    def point_time(self, made, parent_elapsed: float) -> float:
+        """When a loss point was made, in seconds of training: the child's own `elapsed` (the same
+        monotonic clock, started when it got "start"), so a point a busy parent reads late keeps its
+        time; believed only between the last point's time and the parent's clock, since the child
+        runs the submission's code. Without a usable one: the parent's clock."""
+        if isinstance(made, (int, float)) and not isinstance(made, bool) and made == made and abs(made) != float("inf"):
+            return min(parent_elapsed, max(float(made), self._last_metric))
+        return max(parent_elapsed, self._last_metric)
 
     def check(self, name: str, passed: bool, detail: str) -> None:
         """A check event, and its verdict as a line of the run's log."""
