@@ -5,6 +5,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -124,6 +125,14 @@ def test_official_against_the_reference_scores_in_baseline_points(tmp_path):
     assert not run.of("baseline")
     logs = [e["message"] for e in run.of("log")]
     assert not any(m.startswith("baseline ") for m in logs) and any(m.startswith("reference h-wide sample") for m in logs)
+    # where the run's (GPU) time went, in one line of the log: its parts never more than the whole
+    account = next(m for m in logs if m.startswith("GPU time so far"))
+    wall = float(account.split()[4])
+    named = [float(x) for x in re.findall(r"([0-9.]+) s(?! timed| in)", account.split(": ", 1)[1])]
+    assert "reference" in account and "candidate" in account and "output checks" in account, account
+    assert wall > 0 and all(x >= 0 for x in named), account
+    timed = [float(x) for x in re.findall(r"([0-9.]+) s timed", account)]
+    assert len(timed) == 2 and sum(timed) < wall, account
     # the per-run secret is in the result for the hub (organizers only) and nowhere else
     nonce = res["promptNonce"]
     assert len(nonce) == 32 and nonce not in run.stdout + run.stderr

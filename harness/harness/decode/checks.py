@@ -6,6 +6,7 @@ the run's failure code.
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable, Optional
 
 from ..events import RunFailure
@@ -61,6 +62,7 @@ class OutputCheck:
         self.judged = 0
         self.ties = 0
         self.worst_deficit = 0.0
+        self.seconds = 0.0  # spent checking, for the run's account of its GPU time
 
     def accept_trusted(self, rec) -> None:
         """A trusted engine's tokens become the reference tokens of their prompts once the reference
@@ -116,12 +118,16 @@ class OutputCheck:
 
     def checked(self, *recs) -> None:
         """Trusted records first (their tokens are the reference), then the candidate's."""
-        for rec in recs:
-            if rec.role != "candidate":
-                self.accept_trusted(rec)
-        for rec in recs:
-            if rec.role == "candidate":
-                self.judge(rec)
+        t = time.perf_counter()
+        try:
+            for rec in recs:
+                if rec.role != "candidate":
+                    self.accept_trusted(rec)
+            for rec in recs:
+                if rec.role == "candidate":
+                    self.judge(rec)
+        finally:
+            self.seconds += time.perf_counter() - t
 
 
 def limits_text(checks: Checks) -> str:

@@ -507,6 +507,7 @@ class Freezer:
         self.gpu = gpu if gpu is not None else GpuIdle()
         self.logged = False
         self.switch_ns: list = []  # freeze + verify + readings + thaw of every hold, for the log
+        self.gpu_wait_s = 0.0  # of which waiting for the GPU to read idle
 
     def describe(self) -> str:
         if self.method == "cgroup":
@@ -583,6 +584,7 @@ class Freezer:
                     raise self._fail(proc, f"could not be frozen or accounted for ({exc})")
             if self.gpu.nvml is not None and any(p.role == "candidate" for p in idle):
                 idle_now, waited = self.gpu.wait_idle()
+                self.gpu_wait_s += waited
                 if idle_now is None:
                     self.log("freezer: whether the frozen engine left queued GPU work cannot be determined here "
                              f"({self.gpu.problem}); from now on it is not checked", "warn")

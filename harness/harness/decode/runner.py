@@ -113,15 +113,61 @@ class Record:
         }
 
 
-# A warm-up is settled when its total time is within this many percent of the same engine's
-# previous warm-up: from then on its step time no longer moves (compilation, graph capture and the
-# allocator's first growth are behind it), so further warm-ups would only spend the GPU.
+# Warm-ups stop once the engine's step time has settled: from then on it no longer moves
+# (compilation, graph capture and the allocator's first growth are behind it), so further warm-ups
+# would only spend the GPU. Settled means within this many percent (see settled()).
 SETTLE_PCT = 5.0
+# A sample needs this many decode steps for its step time to be read inside it (steady_within).
+SETTLE_MIN_STEPS = 16
+TRUSTED_ROLES = ("baseline", "reference")
 ROLE_NAMES = {"baseline": "the baseline engine", "reference": "the reference engine", "candidate": "the candidate"}
 
 
-def settled(totals: list) -> bool:
-    return len(totals) >= 2 and abs(totals[-1] / totals[-2] - 1.0) * 100.0 <= SETTLE_PCT
+def step_ms(sample: Sample) -> list:
+    """The time of each decode step (between consecutive tokens), in ms."""
+    st = sample.stamps
+    return [(st[i] - st[i - 1]) / 1e6 for i in range(1, len(st))]
+
+
+def _within(a: float, b: float) -> bool:
+    return b > 0 and abs(a / b - 1.0) * 100.0 <= SETTLE_PCT
+
+
+def steady_within(sample: Sample) -> bool:
+    """Whether the step time no longer moves inside one sample: the median step of its second
+    quarter within SETTLE_PCT of its last quarter's (the first quarter, with any capture or compile
+    of the step, left out). False for samples too short to tell (SETTLE_MIN_STEPS)."""
+    steps = step_ms(sample)
+    n = len(steps)
+    if n < SETTLE_MIN_STEPS:
+        return False
+    return _within(statistics.median(steps[3 * n // 4:]), statistics.median(steps[n // 4:n // 2]))
+
+
+def settled(role: str, samples: list) -> bool:
+    """Whether an engine's warm-ups of one workload (its Samples so far) have settled.
+
+    - A trusted engine (harness-owned code that compiles or captures everything in its first
+      sample of a shape): after one warm-up whose step time settled inside it (steady_within).
+    - Any engine, the candidate always, after at least two (its first call of a shape may compile
+      or capture, its second may record what it captured on the first, as torch.compile's CUDA
+      graphs do): once the last one's step time settled inside it, or its median step is within
+      SETTLE_PCT of the one before (a total that still includes the first sample's prefill capture
+      does not keep it warming up), or, for samples of too few steps to have a step time, once the
+      last total is within SETTLE_PCT of the one before.
+    """
+    if not samples:
+        return False
+    if role in TRUSTED_ROLES and steady_within(samples[-1]):
+        return True
+    if len(samples) < 2:
+        return False
+    if steady_within(samples[-1]):
+        return True
+    last, prev = samples[-1], samples[-2]
+    if len(last.stamps) > SETTLE_MIN_STEPS and len(prev.stamps) > SETTLE_MIN_STEPS:
+        return _within(statistics.median(step_ms(last)), statistics.median(step_ms(prev)))
+    return _within(last.total_ns, prev.total_ns)
 
 
 class DecodeRun:
@@ -283,24 +329,26 @@ class DecodeRun:
         """One workload's warm-ups, the two engines alternating (AB, BA, …): each engine at least one
         (with warmupSamples ≥ 1), at most warmupSamples, fewer once settled (SETTLE_PCT)."""
         cap = self.spec.warmup_samples
-        totals: dict = {role: [] for role in roles}
+        done_by: dict = {role: [] for role in roles}
         for i in range(cap):
             done = []
             for role in pairing.order(i, *roles):
-                if settled(totals[role]):
+                if settled(role, done_by[role]):
                     continue
                 rec = self._sample(procs[role], w, i, i, True)
                 rec.role = role
                 records[role][w.name].append(rec)
-                totals[role].append(rec.figures()["totalMs"])
+                done_by[role].append(rec.sample)
                 done.append(rec)
             if not done:
                 break
             self.output.checked(*done)
         for role in roles:
-            n = len(totals[role])
+            n = len(done_by[role])
             if n < cap:
-                self.events.log(f"{role} {w.name}: warm-ups settled after {n} of at most {cap} (the last within {SETTLE_PCT:g} % of the one before)")
+                how = ("its step time settled inside it" if n == 1 else
+                       f"the last one's step time settled inside it or within {SETTLE_PCT:g} % of the one before")
+                self.events.log(f"{role} {w.name}: warm-ups settled after {n} of at most {cap} ({how})")
 
     def measure_paired(self, trusted: str, other: str, min_pairs: int, max_pairs: int, target, budget_s=None) -> tuple[dict, dict]:
         """Two engines in two children, timed samples in pairs on the same prompts, in the order AB, BA,
@@ -314,6 +362,7 @@ class DecodeRun:
         records: dict = {role: {w.name: [] for w in workloads} for role in roles}
         ratios: dict = {w.name: [] for w in workloads}
         procs = self._open_all(list(roles))
+        loaded_s = (time.perf_counter_ns() - self.started) / 1e9
         try:
             events.log(
                 f"paired measurement: {ROLE_NAMES[trusted]} and {ROLE_NAMES[other]}, {min_pairs} to {max_pairs} pairs per workload"
@@ -357,12 +406,37 @@ class DecodeRun:
                     low, high = pairing.bootstrap_interval(per, spec.bootstrap_seed)
                     hw = pairing.half_width_pct(low, high, point)
                     events.log(f"after {pairs} pairs: the pairs' 95 % interval is ±{hw:.2f} % of the geometric mean ratio {point / 100:.4f}")
+            self._log_gpu_account(records, loaded_s)
         finally:
             for proc in procs.values():
                 proc.close()
         if "candidate" in procs:
             self.peak = procs["candidate"].peak_memory
         return records, ratios
+
+    def _log_gpu_account(self, records: dict, loaded_s: float) -> None:
+        """Where a paired run's time went, all of which holds the GPU (issue 29: spend it on what is
+        measured): the loads, the warm-ups and timed samples of each engine, the switches between
+        them (freezing, the GPU's idle wait), the parent's output checks, and the rest."""
+        wall = (time.perf_counter_ns() - self.started) / 1e9
+        parts = []
+        spent = loaded_s
+        for role, by_workload in records.items():
+            recs = [r for rs in by_workload.values() for r in rs]
+            warm = sum(r.sample.total_ns for r in recs if r.warmup) / 1e9
+            timed = sum(r.sample.total_ns for r in recs if not r.warmup) / 1e9
+            n_warm = sum(r.warmup for r in recs)
+            parts.append(f"{role} {timed:.2f} s timed, {warm:.2f} s in {n_warm} warm-up(s)")
+            spent += warm + timed
+        switches = sum(self.freezer.switch_ns) / 1e9 if self.freezer else 0.0
+        gpu_wait = self.freezer.gpu_wait_s if self.freezer else 0.0
+        checks = self.output.seconds
+        spent += switches + checks
+        self.events.log(
+            f"GPU time so far {wall:.1f} s: start and load {loaded_s:.2f} s; " + "; ".join(parts)
+            + f"; switches between the engines {switches:.2f} s over {len(self.freezer.switch_ns) if self.freezer else 0} samples "
+            f"(waiting for the GPU to read idle {gpu_wait:.2f} s); output checks {checks:.2f} s; the rest {max(0.0, wall - spent):.2f} s"
+        )
 
     def check(self, name: str, passed: bool, detail: str) -> None:
         """A check event, and its verdict in the run log."""

@@ -80,8 +80,8 @@ def run(name, sp, submission):
           f"absolute={res.get('absoluteInterval')} pairs={res.get('pairs')}: {res['message']}", flush=True)
     for e in events:
         if e["type"] == "check" or (e["type"] == "log" and (e["level"] != "info" or e["message"].startswith(("after ", "scoring", "candidate: Engine", "reference: Engine", "baseline: Engine"))
-                                                             or "settled" in e["message"])):
-            print("  ", json.dumps(e)[:300])
+                                                             or "settled" in e["message"] or e["message"].startswith("GPU time"))):
+            print("  ", json.dumps(e, ensure_ascii=False)[:600])
     for wl in res["workloads"]:
         print("   workload", json.dumps(wl))
     return {"name": name, "wall": wall, "timed": timed, "ratio": ratio, "status": res["status"], "failure": res["failureCode"],
