@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../apps/gpu-agent/src/config';
+import { agentConfig } from '../../apps/gpu-agent/test/builders';
 import { RunJob } from '../../apps/gpu-agent/src/run-job';
 import type { RunHost } from '../../apps/gpu-agent/src/run-job';
 import { probeSandbox } from '../../apps/gpu-agent/src/sandbox';
@@ -128,29 +129,14 @@ function assign(team: string, rulesVersion: number): RunAssign {
 }
 
 function config(maxBytesPerSlot = 64 << 20): AgentConfig {
-  return {
+  return agentConfig({
     apiUrl,
-    token: 'agent-token',
-    tokenFile: null,
-    configFile: null,
-    local: false,
-    slots: [{ index: 0, gpus: [] }],
-    accelerator: 'cpu',
-    gpuModel: null,
-    benchmarks: [],
     harness: { python: process.env.HARNESS_PYTHON ?? '/usr/bin/python3', dir: path.join(ROOT, 'harness') },
-    models: {},
     workDir,
     repoDir: ROOT,
-    insecureNoSandbox: false,
-    hidePaths: [],
-    sandboxUidBase: 61000,
     limits: { processes: 512, openFiles: 4096, memoryBytes: 512 * 1024 * 1024, workspaceBytes: 16 << 20 },
     compileCache: { maxBytesPerSlot },
-    cancelGraceMs: 5_000,
-    shutdownGraceMs: 1_000,
-    batchIntervalMs: 10,
-  };
+  });
 }
 
 /** One run through RunJob against a fake hub: its verdict and its log lines. */

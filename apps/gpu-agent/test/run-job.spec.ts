@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../src/config';
+import { agentConfig } from './builders';
 import { tempPrefix, tempRoot } from '../src/leftovers';
 import { resumeKeptRun } from '../src/agent';
 import { RunJob } from '../src/run-job';
@@ -78,33 +79,18 @@ function assign(url = '/dl/ok'): RunAssign {
 
 /** The harness's stand-in: a shell script; it writes its events to fd 3 as the harness does. */
 function config(script: string, cancelGraceMs = 5_000): AgentConfig {
-  return {
+  return agentConfig({
     apiUrl,
-    token: 'agent-token',
-    tokenFile: null,
-    configFile: null,
-    local: false,
-    slots: [{ index: 0, gpus: [] }],
-    accelerator: 'cpu',
-    gpuModel: null,
-    benchmarks: [],
     harness: {
       python: process.env.HARNESS_PYTHON ?? '/usr/bin/python3',
       dir: workDir,
       command: ['/bin/sh', '-c', script],
     },
-    models: {},
     workDir,
     repoDir: workDir,
     insecureNoSandbox: true,
-    hidePaths: [],
-    sandboxUidBase: 61000,
-    limits: { processes: 2048, openFiles: 4096, memoryBytes: null, workspaceBytes: 1 << 30 },
-    compileCache: { maxBytesPerSlot: 0 },
     cancelGraceMs,
-    shutdownGraceMs: 1_000,
-    batchIntervalMs: 10,
-  };
+  });
 }
 
 type Line = { n: number; stream: string; text: string };
