@@ -11,6 +11,9 @@ const outDir = path.join(root, '.data', 'test-reports');
 mkdirSync(outDir, { recursive: true });
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let broken = false;
+// Every failed test, named again after the closing line: CI shows only the tail of the output,
+// and a failure scrolled away by the tiers after it cannot be told from a flake otherwise.
+const failures = [];
 
 function pythonForHarness() {
   // The python3 on PATH may be a pyenv without Debian's torch and pytest: prefer the system one.
@@ -44,6 +47,21 @@ function runVitest(node, args, reportName, extraEnv = {}) {
     totals.failed += json.numFailedTests;
     totals.skipped += json.numPendingTests + json.numTodoTests;
     if (r.status !== 0 && json.numFailedTests === 0) broken = true;
+    for (const file of json.testResults ?? []) {
+      const where = `${path.relative(root, file.name)} (${reportName})`;
+      for (const test of file.assertionResults ?? []) {
+        if (test.status !== 'failed') continue;
+        const why = String(test.failureMessages?.[0] ?? '')
+          .split('\n')
+          .slice(0, 3)
+          .join(' | ');
+        failures.push(`${where}: ${test.fullName}\n      ${why.slice(0, 600)}`);
+      }
+      // A file that failed to load (syntax, import, a hook) has no failed test of its own.
+      if (file.status === 'failed' && !(file.assertionResults ?? []).some((t) => t.status === 'failed')) {
+        failures.push(`${where}: the file failed\n      ${String(file.message ?? '').slice(0, 600)}`);
+      }
+    }
   } else {
     broken = true;
   }
@@ -144,10 +162,21 @@ if (!only || only === 'harness') {
           xml,
         );
       if (m) {
-        const [errors, failures, skipped, tests] = m.slice(1).map(Number);
-        totals.failed += errors + failures;
+        const [errors, failed, skipped, tests] = m.slice(1).map(Number);
+        totals.failed += errors + failed;
         totals.skipped += skipped;
-        totals.passed += tests - errors - failures - skipped;
+        totals.passed += tests - errors - failed - skipped;
+        for (const hit of xml.matchAll(
+          /<testcase[^>]*classname="([^"]*)"[^>]*name="([^"]*)"[^>]*>\s*<(failure|error)[^>]*message="([^"]*)"/g,
+        )) {
+          const why = hit[4]
+            .replace(/&#10;/g, ' | ')
+            .replace(/&quot;/g, '"')
+            .replace(/&lt;/g, '<')
+            .replace(/&gt;/g, '>')
+            .replace(/&amp;/g, '&');
+          failures.push(`harness ${hit[1]}::${hit[2]} (pytest)\n      ${why.slice(0, 600)}`);
+        }
       } else broken = true;
       if (r.status !== 0 && r.status !== 1) broken = true;
     } else broken = true;
@@ -156,5 +185,9 @@ if (!only || only === 'harness') {
 
 // A runner that broke before reporting counts as a failure, so the closing line never reads clean.
 if (broken && totals.failed === 0) totals.failed = 1;
+if (failures.length > 0) {
+  console.log(`\n[tests] ${failures.length} failed:`);
+  for (const line of failures) console.log(`  - ${line}`);
+}
 console.log(`\nTotal: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 process.exit(totals.failed > 0 || broken ? 1 : 0);
