@@ -6,6 +6,7 @@ cgroup v2 freezer where the harness can make one. The whole-run cases (a sabotag
 official toy-decode run) are in test_idle_burner.py."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -218,6 +219,65 @@ def test_hold_freezes_the_idle_engine_for_the_body_and_logs_the_method_once(engi
     assert [t for t in e.log if t.startswith("freezer:")] == [e.log[0]]
     assert "SIGSTOP of every process of the idle engine, verified by /proc state" in e.log[0]
     assert len(e.freezer.switch_ns) == 3 and all(ns > 0 for ns in e.freezer.switch_ns)
+
+
+def frozen_now(ep):
+    return all(s in "Tt" for per in states(ep.family.members()).values() for s in per.values())
+
+
+def test_a_kept_engine_stays_frozen_between_holds_until_it_runs_again(engines, monkeypatch):
+    e, other = engines(), engines(role="reference")
+    freezes = []
+    real = freezer.Family.freeze
+    monkeypatch.setattr(freezer.Family, "freeze", lambda self, timeout=5.0: freezes.append(self.root) or real(self, timeout))
+    for _ in range(2):  # two samples of the other engine in a row, the parent's checks between them
+        with e.freezer.hold([e.ep], stay=True):
+            assert frozen_now(e.ep)
+        assert e.ep.family.frozen and frozen_now(e.ep)
+    assert freezes == [e.ep.family.root]  # frozen and verified once for both
+    with e.freezer.hold([other.ep], stay=True):  # now it runs: thawed first
+        assert not e.ep.family.frozen and other.ep.family.frozen
+    e.freezer.release()
+    assert not other.ep.family.frozen and not e.freezer.kept
+
+
+def test_work_done_between_two_kept_holds_is_caught(engines):
+    e = engines()
+    with e.freezer.hold([e.ep], stay=True):
+        pass
+    # something resumes it behind the freezer's back (a SIGCONT it could not send itself) and stops it again
+    for pid in e.ep.family.stopped:
+        os.kill(pid, signal.SIGCONT)
+    time.sleep(0.3)
+    for pid in e.ep.family.stopped:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(0.05)
+    with pytest.raises(IdleEngineFailure) as info:
+        with e.freezer.hold([e.ep], stay=True):
+            pass
+    assert "ms of CPU time during a" in info.value.message
+    assert not e.ep.family.frozen and not e.freezer.kept  # thawed on the failure
+
+
+def test_one_gpu_wait_serves_the_trusted_samples_while_the_candidate_stays_frozen(engines, monkeypatch):
+    e, ref = engines(), engines(role="reference")
+    e.freezer.gpu = gpu_with([0])
+    waits = []
+    real = e.freezer.gpu.wait_idle
+    monkeypatch.setattr(e.freezer.gpu, "wait_idle", lambda timeout=None: waits.append(1) or real(timeout))
+    with e.freezer.hold([e.ep], timed=False, stay=True):  # the reference's warm-up: untimed, no wait
+        pass
+    assert waits == []
+    for _ in range(2):  # two timed reference samples in a row: one wait
+        with e.freezer.hold([e.ep], stay=True):
+            pass
+    assert len(waits) == 1
+    with e.freezer.hold([ref.ep], stay=True):  # the candidate runs: its queue may fill again
+        pass
+    with e.freezer.hold([e.ep], stay=True):
+        pass
+    assert len(waits) == 2
+    e.freezer.release()
 
 
 def test_a_process_that_cannot_be_signalled_fails_the_candidate_naming_why(engines, monkeypatch):

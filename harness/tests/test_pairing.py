@@ -25,6 +25,23 @@ def test_pairs_alternate_so_every_two_form_abba():
     assert sum(o[0] == "baseline" for o in orders) == 3
 
 
+@pytest.mark.parametrize("n_workloads", [1, 2, 3, 4])
+def test_rounds_start_every_pair_with_the_engine_that_ran_last(n_workloads):
+    rounds = [pairing.round_order(r, n_workloads) for r in range(6)]
+    flat = [role for rnd in rounds for _, o in rnd for role in o]
+    switches = sum(a != b for a, b in zip(flat, flat[1:]))
+    assert switches == len(flat) // 2  # one switch per pair: inside it, never between two pairs
+    for rnd in rounds:
+        assert sorted(j for j, _ in rnd) == list(range(n_workloads))  # every workload once a round
+    for j in range(n_workloads):
+        mine = [o for rnd in rounds for k, o in rnd if k == j]
+        assert all(a != b for a, b in zip(mine, mine[1:]))  # each workload alternates AB, BA, …
+        assert sum(o[0] == "baseline" for o in mine) == 3  # balanced over an even number of pairs
+    assert pairing.round_order(0, 3) == [(0, ("baseline", "candidate")), (1, ("candidate", "baseline")),
+                                         (2, ("baseline", "candidate"))]
+    assert [j for j, _ in pairing.round_order(1, 3)] == [2, 1, 0]
+
+
 def test_linear_drift_cancels_in_the_balanced_order():
     # The machine slows down linearly sample after sample; both engines take the same time.
     t = 0

@@ -133,6 +133,11 @@ def test_official_against_the_reference_scores_in_baseline_points(tmp_path):
     assert wall > 0 and all(x >= 0 for x in named), account
     timed = [float(x) for x in re.findall(r"([0-9.]+) s timed", account)]
     assert len(timed) == 2 and sum(timed) < wall, account
+    # one switch between the engines per pair (pairing.round_order): the timed samples in the order
+    # they ran change engine only inside a pair, never between two
+    ran = [m.split()[0] for m in logs if re.match(r"(reference|candidate) h-\w+ sample \d+ \(pair", m)]
+    assert len(ran) == 2 * res["pairs"] * len(HIDDEN), ran
+    assert sum(a != b for a, b in zip(ran, ran[1:])) == res["pairs"] * len(HIDDEN), ran
     # the per-run secret is in the result for the hub (organizers only) and nowhere else
     nonce = res["promptNonce"]
     assert len(nonce) == 32 and nonce not in run.stdout + run.stderr

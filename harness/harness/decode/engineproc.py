@@ -211,6 +211,7 @@ class EngineProcess:
         """Ask the child to quit, then make sure its group is gone."""
         if self.proc is None:
             return
+        self.thaw()  # a frozen child could not read its quit message
         if self.proc.poll() is None:
             self._seen.update(_started(jail.family(self.proc.pid)))  # before it can exit and orphan them
         if self.proc.poll() is None and self.channel is not None and not self.channel.closed:

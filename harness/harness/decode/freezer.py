@@ -18,12 +18,16 @@ raises its own score. So around every sample (warm-ups included) the parent
      /proc/<pid>/task/<tid>/stat;
    within STOP_TIMEOUT_S, or the run fails;
 2. reads the idle engine's CPU time (the cgroup's cpu.stat, or per task from /proc), and on a GPU
-   waits until the device reads idle (NVML) before a trusted engine's sample starts, so that no work
-   the frozen candidate queued runs on the trusted engine's clock;
+   waits until the device reads idle (NVML) before a trusted engine's timed sample starts, so that
+   no work the frozen candidate queued runs on the trusted engine's clock (once per stretch the
+   candidate stays frozen; an untimed warm-up does not wait);
 3. after the sample reads the CPU time again: more than the allowance (IDLE_CPU_ALLOWANCE_NS or
    IDLE_CPU_ALLOWANCE_FRACTION of the sample's wall time, whichever is larger), or a process that
    appeared while frozen, fails the run;
-4. thaws it (SIGCONT to every member / `cgroup.freeze` 0), whatever happened.
+4. thaws it (SIGCONT to every member / `cgroup.freeze` 0) when it is to run again, whatever
+   happened: the runner keeps an engine frozen across two samples of the other one in a row
+   (pairing.round_order) and the checks between them, accounting its CPU time from one sample's end
+   to the next, and thaws it at once on any failure.
 
 Failures: the idle engine is the candidate -> IdleEngineFailure("candidate_error") naming why; the
 idle engine is trusted (baseline, reference) -> HarnessFailure("harness_error").
@@ -440,8 +444,9 @@ class GpuIdle:
         if self.nvml is None:
             return ("; whether the frozen engine left queued GPU work cannot be determined here "
                     f"(NVML through pynvml is unavailable: {self.problem}), so it is not checked")
-        return (f"; before each trusted engine's sample the GPU must read idle (NVML utilisation of "
-                f"{len(self.handles)} device(s), within {GPU_IDLE_TIMEOUT_S:g} s of freezing the candidate)")
+        return (f"; before each trusted engine's timed sample the GPU must read idle (NVML utilisation of "
+                f"{len(self.handles)} device(s), within {GPU_IDLE_TIMEOUT_S:g} s of freezing the candidate; "
+                "once while the candidate stays frozen)")
 
     def busy(self, since_us: int) -> Optional[int]:
         """Percent busy of the busiest device in its newest NVML sample taken after since_us (a sample
@@ -508,6 +513,10 @@ class Freezer:
         self.logged = False
         self.switch_ns: list = []  # freeze + verify + readings + thaw of every hold, for the log
         self.gpu_wait_s = 0.0  # of which waiting for the GPU to read idle
+        self.kept: list = []  # engines a hold(stay=True) left frozen
+        self.readings: dict = {}  # id(engine) -> its CPU reading at the end of the last body
+        # the candidate has stayed frozen since the GPU last read idle: no wait is needed
+        self.gpu_clean = False
 
     def describe(self) -> str:
         if self.method == "cgroup":
@@ -561,20 +570,42 @@ class Freezer:
         return HarnessFailure("harness_error", f"The evaluator could not keep the idle {proc.role} engine still: it {why}.")
 
     @contextlib.contextmanager
-    def hold(self, idle: list):
+    def hold(self, idle: list, timed: bool = True, stay: bool = False):
         """Freezes every engine of `idle` around the body (one sample of another engine); raises
-        IdleEngineFailure/HarnessFailure when one cannot be frozen or gained CPU time meanwhile."""
-        if not idle:
+        IdleEngineFailure/HarnessFailure when one cannot be frozen or gained CPU time meanwhile.
+
+        timed: the body is timed (before a trusted engine's timed sample the GPU must read idle; an
+        untimed warm-up's time is nobody's score, so it does not wait). stay: the idle engines stay
+        frozen after the body, until a later hold has one of them run (it is thawed then) or
+        release(): an engine frozen across two samples of the other one in a row, and the parent's
+        checks between them, is frozen and verified once, its CPU time accounted from one body's end
+        to the next, and one GPU wait serves both samples."""
+        if not idle and not self.kept:
             yield
             return
-        if not self.logged:
-            self.logged = True
-            self.log(self.describe())
         t0 = time.perf_counter_ns()
         spent = 0  # the switch's own cost: freeze, verify, readings, thaw
-        before = {}
+        kept = self.kept
+        self.kept = []
         try:
+            for proc in kept:
+                if proc not in idle:
+                    self._thaw(proc)  # it runs next
+                    self.readings.pop(id(proc), None)
+            if not idle:
+                spent += time.perf_counter_ns() - t0
+                yield
+                return
+            if not self.logged:
+                self.logged = True
+                self.log(self.describe())
+            before = {}
             for proc in idle:
+                if proc in kept:
+                    # frozen since the last body: its reading then starts this one's account, so
+                    # whatever it gained in between counts too
+                    before[id(proc)] = self.readings.pop(id(proc))
+                    continue
                 try:
                     members = proc.freeze()
                     before[id(proc)] = proc.family.usage(members)
@@ -582,7 +613,9 @@ class Freezer:
                     raise self._fail(proc, f"could not be frozen: {exc}")
                 except OSError as exc:
                     raise self._fail(proc, f"could not be frozen or accounted for ({exc})")
-            if self.gpu.nvml is not None and any(p.role == "candidate" for p in idle):
+                if proc.role == "candidate":
+                    self.gpu_clean = False  # it ran until now
+            if timed and not self.gpu_clean and self.gpu.nvml is not None and any(p.role == "candidate" for p in idle):
                 idle_now, waited = self.gpu.wait_idle()
                 self.gpu_wait_s += waited
                 if idle_now is None:
@@ -592,6 +625,8 @@ class Freezer:
                     cand = next(p for p in idle if p.role == "candidate")
                     raise self._fail(cand, f"left the GPU busy for more than {waited:.1f} s after it was frozen "
                                            "(work it queued before, or work of a process the evaluator cannot stop)")
+                else:
+                    self.gpu_clean = True  # until the candidate runs again
             t1 = time.perf_counter_ns()
             spent += t1 - t0
             yield
@@ -611,9 +646,30 @@ class Freezer:
                 if used > allowance:
                     raise self._fail(proc, f"used {used / 1e6:.1f} ms of CPU time during a {wall / 1e6:.1f} ms sample "
                                            f"(allowed: {allowance / 1e6:g} ms)")
+                self.readings[id(proc)] = after
+            if stay:
+                self.kept = list(idle)
             spent += time.perf_counter_ns() - t2
         finally:
             t3 = time.perf_counter_ns()
-            for proc in idle:
-                proc.thaw()
+            if not self.kept:
+                # not kept (or the hold failed): every engine it froze runs again, whatever happened
+                for proc in idle:
+                    self._thaw(proc)
+                for proc in kept:
+                    self._thaw(proc)
+                self.readings.clear()
             self.switch_ns.append(spent + time.perf_counter_ns() - t3)
+
+    def _thaw(self, proc) -> None:
+        proc.thaw()
+        if proc.role == "candidate":
+            self.gpu_clean = False
+
+    def release(self) -> None:
+        """Thaws the engines a hold kept frozen (before they are closed: a frozen child cannot read
+        its quit message)."""
+        kept, self.kept = self.kept, []
+        for proc in kept:
+            self._thaw(proc)
+        self.readings.clear()

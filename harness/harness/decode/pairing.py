@@ -3,9 +3,14 @@
 Pure functions (no processes, no clocks), so the unit tests can pin them down exactly.
 
 - A *pair* is one timed baseline sample and one timed candidate sample of the same workload on the
-  same prompts. Pairs alternate their order, baseline first in even pairs and candidate first in
-  odd ones, so every two consecutive pairs form ABBA: a linear drift of the machine's speed, or a
-  neighbour's load that rises and falls, hits both engines alike.
+  same prompts. Each workload's pairs alternate their order, baseline first in even pairs and
+  candidate first in odd ones, so every two consecutive pairs form ABBA: a linear drift of the
+  machine's speed, or a neighbour's load that rises and falls, hits both engines alike.
+- A *round* is one pair of every workload (`round_order`). Workload j's pair p has the order of pair
+  p + j, and the rounds visit the workloads forwards and backwards in turn, so every pair starts
+  with the engine that ran last: one switch between the engines per pair instead of up to two. The
+  idle engine stays frozen across the two samples in a row (freezer.py), and the GPU wait before a
+  trusted sample is paid once per two of them.
 - Per pair, ratio = baseline totalMs / candidate totalMs. Per workload, speed-up = the median of
   its pairs' ratios. Score = 100 × the geometric mean of the workloads' speed-ups.
 - Interval: a percentile bootstrap over the pairs. Each resample draws, per workload, as many pairs
@@ -38,6 +43,17 @@ def order(pair_index: int, first: str = "baseline", second: str = "candidate") -
     """The order of the two samples of pair `pair_index` (0-based): AB, BA, AB, BA, … where A is
     `first` (the trusted engine: the reference, or the baseline) and B `second`."""
     return (first, second) if pair_index % 2 == 0 else (second, first)
+
+
+def round_order(round_index: int, n_workloads: int, first: str = "baseline", second: str = "candidate") -> list:
+    """Round `round_index` (0-based): [(workload index, (role, role)), …] in the order measured.
+    Workload j's pair is in the order of pair round_index + j, so each workload alternates AB, BA, …
+    from round to round (balanced after every two rounds, as `order`); even rounds visit the
+    workloads forwards and odd ones backwards. Neighbours then have opposite orders, within a round
+    and across the turn between two rounds (the same workload twice), so each pair starts with the
+    engine that ended the pair before it: AB BA AB | BA AB BA | AB …"""
+    js = range(n_workloads) if round_index % 2 == 0 else range(n_workloads - 1, -1, -1)
+    return [(j, order(round_index + j, first, second)) for j in js]
 
 
 def ratios(baseline_ms: Sequence[float], candidate_ms: Sequence[float]) -> list[float]:

@@ -10,8 +10,8 @@ Flow of one run (all in the trusted parent; engines run in untrusted children, s
     (spec.referenceEngine: harness/reference/..., steady: CUDA graphs on the GPU) where the hub has
     K for this hardware key (spec.calibration), else the eager **baseline** (spec.baselineEngine).
     Per workload both get warm-ups (alternating; each stops once settled, SETTLE_PCT), then timed
-    samples alternate in pairs on the same prompts, AB, BA, AB, … Pairs are added in rounds (one per
-    workload) from samplesPerWorkload up to maxPairs until the pairs' 95 % bootstrap interval is
+    samples alternate in pairs on the same prompts, AB, BA, AB, … per workload. Pairs are added in
+    rounds (one per workload, visited so that each pair starts with the engine that ran last) from samplesPerWorkload up to maxPairs until the pairs' 95 % bootstrap interval is
     within targetHalfWidthPct. Hidden workloads' prompts mix a per-run secret nonce into their seed.
  3. Public runs: with K, one candidate sample per workload paired with one reference sample; without,
     one candidate sample against spec.baseline (the hub's cache), or, when there is none, against the
@@ -287,7 +287,10 @@ class DecodeRun:
         ids = self._prompts(w, sample_no)
         deadline, text = self._deadline(self.spec.limits.sample_seconds, "limits.sampleSeconds")
         # every other live engine is frozen while this one's sample runs (freezer.py)
-        with self.freezer.hold([p for p in self.procs if p is not proc and p.alive]):
+        # (kept frozen after it until that engine runs again: consecutive samples of one engine, and
+        # the checks between them, need no thaw and re-freeze, and one GPU wait serves them all)
+        idle = [p for p in self.procs if p is not proc and p.alive]
+        with self.freezer.hold(idle, timed=not warmup, stay=True):
             sample = self._trusted(proc.role, lambda: proc.generate(ids, w.max_new_tokens, self.reference.vocab_size, deadline, text))
         rec = Record(w, sample_no, index, warmup, ids, sample, proc.peak_memory)
         fig = rec.figures()
@@ -351,8 +354,9 @@ class DecodeRun:
                 self.events.log(f"{role} {w.name}: warm-ups settled after {n} of at most {cap} ({how})")
 
     def measure_paired(self, trusted: str, other: str, min_pairs: int, max_pairs: int, target, budget_s=None) -> tuple[dict, dict]:
-        """Two engines in two children, timed samples in pairs on the same prompts, in the order AB, BA,
-        … (A the trusted engine). Returns (records by role and workload, ratios per workload: the
+        """Two engines in two children, timed samples in pairs on the same prompts, each workload's in
+        the order AB, BA, … (A the trusted engine), in rounds of one pair per workload
+        (pairing.round_order: one switch between the engines per pair). Returns (records by role and workload, ratios per workload: the
         trusted engine's totalMs ÷ the other's). A failure of a trusted engine's child is the
         evaluator's (HarnessFailure); one of the candidate's an EngineFailure against it."""
         spec, events = self.spec, self.events
@@ -370,7 +374,8 @@ class DecodeRun:
                 + (f" or {budget_s:g} s have passed" if budget_s else "")
                 + (f"; the reported interval adds this benchmark's run-to-run spread of {spec.run_spread_pct:g} %"
                    if spec.run_spread_pct and other == "candidate" else "")
-                + f"; each pair is one sample of each on the same prompts, in the order AB, BA, AB, … (A: {trusted})"
+                + f"; each pair is one sample of each on the same prompts, each workload's pairs in the order AB, BA, AB, … "
+                f"(A: {trusted}), the workloads visited so that every pair starts with the engine that ran last"
             )
             for w in workloads:
                 self._warm_up(procs, roles, w, records)
@@ -386,10 +391,11 @@ class DecodeRun:
                     break
                 t0 = time.perf_counter()
                 p = pairs
-                ab = "".join("A" if r == trusted else "B" for r in pairing.order(p, *roles))
-                for w in workloads:
+                for j, pair_order in pairing.round_order(p, len(workloads), *roles):
+                    w = workloads[j]
+                    ab = "".join("A" if r == trusted else "B" for r in pair_order)
                     got = {}
-                    for role in pairing.order(p, *roles):
+                    for role in pair_order:
                         got[role] = self._sample(procs[role], w, cap + p, p, False, f" (pair {p}, {ab})")
                         got[role].role = role
                     for role in roles:
@@ -408,6 +414,7 @@ class DecodeRun:
                     events.log(f"after {pairs} pairs: the pairs' 95 % interval is ±{hw:.2f} % of the geometric mean ratio {point / 100:.4f}")
             self._log_gpu_account(records, loaded_s)
         finally:
+            self.freezer.release()
             for proc in procs.values():
                 proc.close()
         if "candidate" in procs:
