@@ -654,11 +654,8 @@ class Freezer:
             t3 = time.perf_counter_ns()
             if not self.kept:
                 # not kept (or the hold failed): every engine it froze runs again, whatever happened
-                for proc in idle:
-                    self._thaw(proc)
-                for proc in kept:
-                    self._thaw(proc)
-                self.readings.clear()
+                self.kept = list(idle) + [p for p in kept if p not in idle]
+                self.release()
             self.switch_ns.append(spent + time.perf_counter_ns() - t3)
 
     def _thaw(self, proc) -> None:

@@ -11,8 +11,9 @@ Flow of one run (all in the trusted parent; engines run in untrusted children, s
     K for this hardware key (spec.calibration), else the eager **baseline** (spec.baselineEngine).
     Per workload both get warm-ups (alternating; each stops once settled, SETTLE_PCT), then timed
     samples alternate in pairs on the same prompts, AB, BA, AB, … per workload. Pairs are added in
-    rounds (one per workload, visited so that each pair starts with the engine that ran last) from samplesPerWorkload up to maxPairs until the pairs' 95 % bootstrap interval is
-    within targetHalfWidthPct. Hidden workloads' prompts mix a per-run secret nonce into their seed.
+    rounds (one per workload, visited so that each pair starts with the engine that ran last) from
+    samplesPerWorkload up to maxPairs until the pairs' 95 % bootstrap interval is within
+    targetHalfWidthPct. Hidden workloads' prompts mix a per-run secret nonce into their seed.
  3. Public runs: with K, one candidate sample per workload paired with one reference sample; without,
     one candidate sample against spec.baseline (the hub's cache), or, when there is none, against the
     baseline engine measured first in its own child. The score is indicative.
@@ -356,8 +357,8 @@ class DecodeRun:
     def measure_paired(self, trusted: str, other: str, min_pairs: int, max_pairs: int, target, budget_s=None) -> tuple[dict, dict]:
         """Two engines in two children, timed samples in pairs on the same prompts, each workload's in
         the order AB, BA, … (A the trusted engine), in rounds of one pair per workload
-        (pairing.round_order: one switch between the engines per pair). Returns (records by role and workload, ratios per workload: the
-        trusted engine's totalMs ÷ the other's). A failure of a trusted engine's child is the
+        (pairing.round_order: one switch between the engines per pair). Returns (records by role and
+        workload, ratios per workload: the trusted engine's totalMs ÷ the other's). A failure of a trusted engine's child is the
         evaluator's (HarnessFailure); one of the candidate's an EngineFailure against it."""
         spec, events = self.spec, self.events
         workloads = spec.workloads
