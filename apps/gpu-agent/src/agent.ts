@@ -307,8 +307,14 @@ export class Agent {
         run?.stop('lost', 'the hub no longer assigns this run to this agent');
         const v = this.verdicts.get(r.runId);
         if (v) {
+          // Usually the verdict itself, sent before the connection dropped, reached the hub and
+          // ended the run; or the run was ended without it (canceled, failed by lease). Either way
+          // resending cannot change it: say so, so the operator is not left guessing.
           this.verdicts.delete(r.runId);
           v.resolve();
+          this.log(
+            `run ${r.runId}: the hub holds this run as ended; verdict (${v.msg.canceled ? 'canceled' : v.msg.result.status}) not resent`,
+          );
         }
         continue;
       }
