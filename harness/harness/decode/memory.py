@@ -2,14 +2,17 @@
 
 The child's own reports are worthless (it can lie), so the parent polls:
 - gpu:  NVML through pynvml (per-process used memory of every process in the child's process
-        group); if pynvml is missing, `nvidia-smi --query-compute-apps` (slower polls); if the
-        child's pids are not visible to NVML (another pid namespace), the device's used memory
-        minus what was in use before the child started (an upper bound: nothing else of this
-        run touches the GPU while the child runs, the parent's reference model is loaded after).
-        Under the agent this fallback is the rule: NVML reports pids of the host's (initial) pid
-        namespace, and the parent lives in the agent sandbox's namespace, the child in the jail's
-        below it, so no pid matches; the devices NVML sees are only the slot's (the agent binds
-        only its /dev/nvidiaN nodes), so the delta is this child's use.
+        group); if pynvml is missing, `nvidia-smi --query-compute-apps` (slower polls). The driver
+        reports the pids in the caller's pid namespace: on the H200 (driver 580.159.04) the fast
+        example's official peak read the same 11,796,480,000 bytes per process run plainly, in a
+        pid namespace of its own (as the agent's sandbox is), and there with the engine jail's
+        nested namespaces (harness/GPU_RESULTS.md, "Whose GPU memory", 2026-12-04). Where a
+        driver reports pids that match none of the child's (host pids seen from a namespace), the
+        fallback is the device's used memory minus what was in use before the child started: the
+        devices NVML sees are only the slot's (the agent binds only its /dev/nvidiaN nodes), but
+        the trusted engine and the parent's checker load beside the candidate after that moment,
+        so the delta is an upper bound that counts them too. A run measured that way says so in its
+        memory check (`describe`), so a verdict near the limit can be read for what it is.
 - rss:  resident memory of the child's process group from /proc (CPU benchmarks and tests).
 - none: not applicable (no GPU, or the spec does not ask): reported as such, never as a pass.
 """
@@ -41,6 +44,10 @@ class Measurer:
 
     def measure(self, pgid: int) -> Optional[int]:
         return None
+
+    def describe(self) -> str:
+        """How the peak was measured, for the memory check's line (read once the run is over)."""
+        return self.name
 
 
 class RssMeasurer(Measurer):
@@ -88,6 +95,7 @@ class NvmlMeasurer(Measurer):
         if not self.handles:
             raise RuntimeError("NVML can open no GPU here")
         self.base_used = 0
+        self.device_wide = False  # set once a reading had to fall back on the device's used memory
 
     def _used(self) -> int:
         return sum(self.nvml.nvmlDeviceGetMemoryInfo(h).used for h in self.handles)
@@ -109,8 +117,15 @@ class NvmlMeasurer(Measurer):
             return sum(mine)
         if procs and not any(p.pid == os.getpid() for p in procs):
             # pids from another namespace: fall back to the device-wide delta
+            self.device_wide = True
             return max(0, self._used() - self.base_used)
         return 0
+
+    def describe(self) -> str:
+        if not self.device_wide:
+            return self.name
+        return (f"{self.name}, device-wide: NVML's pids matched none of the engine's, so the GPU's used memory since the "
+                "candidate started, which counts the trusted engine and the checker loaded beside it: an upper bound")
 
 
 class NvidiaSmiMeasurer(Measurer):

@@ -190,7 +190,7 @@ class DecodeRun:
         self.metrics: dict = {}
         self.procs: list = []
         self.freezer: Optional[Freezer] = None  # made with the first engine child (_open_all)
-        self.measurer_name = None
+        self.candidate_measurer = None  # the candidate child's, when it can measure (its describe() ends in the memory check)
         self.peak = None
         self.output = OutputCheck(self.spec.checks.logit_tolerance, self.events.log)
         self.cache: Optional[compile_cache.CandidateCache] = None  # the candidate's, when the agent gave one
@@ -238,7 +238,7 @@ class DecodeRun:
             proc = EngineProcess(self._engine_dir(role), role, measurer, limits.memory_bytes if role == "candidate" else None)
             self.procs.append(proc)
             if role == "candidate":
-                self.measurer_name = measurer.name if measurer.applicable else None
+                self.candidate_measurer = measurer if measurer.applicable else None
                 proc.cache_dir = cache_dir
             self.freezer = self.freezer or Freezer(self.events.log)
             cgroup = self.freezer.prepare(role)
@@ -581,7 +581,7 @@ class DecodeRun:
             records = self.measure("candidate", 1)
         self._summarise(records, baseline_ms, ratios, [ks[w.name].k for w in spec.workloads] if ks else None)
         failures = final_checks(self.events, spec.checks, self.output, official=spec.official, memory_limit=spec.limits.memory_bytes,
-                                measurer_name=self.measurer_name, peak=self.peak, records=records, summaries=self.summaries,
+                                measurer_name=self.candidate_measurer.describe() if self.candidate_measurer else None, peak=self.peak, records=records, summaries=self.summaries,
                                 metrics=self.metrics)
         verdict.conclude(self.events, spec, summaries=self.summaries, metrics=self.metrics, failures=failures, ratios=ratios,
                          ks=ks, hardware=hardware, basis=basis, nonce=self.nonce)
