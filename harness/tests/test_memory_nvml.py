@@ -54,22 +54,25 @@ class _Proc:
         self.pid, self.usedGpuMemory = pid, used
 
 
-def _nvml_with(procs, used):
+def _measurer(monkeypatch, nvml_pids, child_pids):
+    """An NVML measurer over one GPU holding three processes (9000, 8000 and 7000 bytes under the
+    given pids), the child being child_pids; `used` is the device's used memory, 1000 at begin()."""
+    used = [1_000]
+    procs = [_Proc(pid, mem) for pid, mem in zip(nvml_pids, (9_000, 8_000, 7_000))]
     m = _fake_pynvml(1, {0})
     m.nvmlDeviceGetMemoryInfo = lambda h: _Mem(used[0])
     m.nvmlDeviceGetComputeRunningProcesses = lambda h: procs
-    return m
+    monkeypatch.setitem(sys.modules, "pynvml", m)
+    monkeypatch.setattr(memory, "group_pids", lambda pgid: child_pids)
+    measurer = memory.NvmlMeasurer()
+    measurer.begin()
+    return measurer, used
 
 
 def test_pids_in_this_namespace_are_counted_per_process(monkeypatch):
     # The driver reports pids as this process sees them (measured on the H200): only the child's count,
     # never the trusted engine's or the checker's memory loaded beside it.
-    used = [1_000]
-    procs = [_Proc(101, 9_000), _Proc(202, 8_000), _Proc(303, 7_000)]
-    monkeypatch.setitem(sys.modules, "pynvml", _nvml_with(procs, used))
-    monkeypatch.setattr(memory, "group_pids", lambda pgid: [303, 304])
-    m = memory.NvmlMeasurer()
-    m.begin()
+    m, used = _measurer(monkeypatch, (101, 202, 303), [303, 304])
     used[0] = 25_000
     assert m.measure(303) == 7_000
     assert m.describe() == "gpu (NVML)"
@@ -78,12 +81,7 @@ def test_pids_in_this_namespace_are_counted_per_process(monkeypatch):
 def test_pids_that_match_nothing_fall_back_to_the_device_and_say_so(monkeypatch):
     # Host pids seen from a pid namespace: the delta since the child started, which also counts what the
     # trusted side loaded after that moment; the memory check names it an upper bound.
-    used = [1_000]
-    procs = [_Proc(90101, 9_000), _Proc(90202, 8_000), _Proc(90303, 7_000)]
-    monkeypatch.setitem(sys.modules, "pynvml", _nvml_with(procs, used))
-    monkeypatch.setattr(memory, "group_pids", lambda pgid: [3, 4])
-    m = memory.NvmlMeasurer()
-    m.begin()
+    m, used = _measurer(monkeypatch, (90101, 90202, 90303), [3, 4])
     assert m.describe() == "gpu (NVML)"
     used[0] = 25_000
     assert m.measure(3) == 24_000
