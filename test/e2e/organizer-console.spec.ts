@@ -137,7 +137,9 @@ describe.skipIf(!hasChromium())("the organizer's console end to end", () => {
       const local = new Date(end.getTime() - end.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
       await org.locator('#ban-end').fill(local);
       await org.getByTestId('ban-form').getByRole('button', { name: 'Ban' }).click();
-      await org.getByText('their queued runs are canceled').waitFor();
+      // The form's own notice (the page's help text says "Their queued runs are canceled" too, and
+      // getByText is case-blind: that paragraph alone let this pass before the ban was answered).
+      await org.getByText(`Banned team ${bobTeam.slug}; their queued runs are canceled.`).waitFor();
       await org.getByTestId('bans').getByText('Repeated rule-breaking').waitFor();
       await shot(org, 'organizer-04-bans');
       await expect
