@@ -42,6 +42,9 @@ const FATAL_CODES = new Set([
   'token_bad_checksum',
   'agent_token_required',
 ]);
+/** What a verdict says happened: canceled, or the harness's status. */
+const verdictStatus = (msg: RunFinished): string => (msg.canceled ? 'canceled' : msg.result.status);
+
 /** A refused verdict that resending cannot place (no such run, or another agent's now): dropped. */
 const VERDICT_NOT_WANTED: readonly AgentRefusalCode[] = ['run_not_found', 'run_not_assigned'];
 
@@ -313,7 +316,7 @@ export class Agent {
           this.verdicts.delete(r.runId);
           v.resolve();
           this.log(
-            `run ${r.runId}: the hub holds this run as ended; verdict (${v.msg.canceled ? 'canceled' : v.msg.result.status}) not resent`,
+            `run ${r.runId}: the hub holds this run as ended; verdict (${verdictStatus(v.msg)}) not resent`,
           );
         }
         continue;
@@ -430,7 +433,7 @@ export class Agent {
       },
       finished: (msg: RunFinished) =>
         new Promise<void>((resolve) => {
-          this.metrics.runsFinished.inc({ status: msg.canceled ? 'canceled' : msg.result.status });
+          this.metrics.runsFinished.inc({ status: verdictStatus(msg) });
           this.verdicts.set(msg.runId, { msg, resolve });
           void this.sendVerdict(msg.runId);
         }),
@@ -474,7 +477,7 @@ export class Agent {
       if (ack.ok) {
         this.verdicts.delete(runId);
         v.resolve();
-        this.log(`run ${runId}: verdict acknowledged (${v.msg.canceled ? 'canceled' : v.msg.result.status})`);
+        this.log(`run ${runId}: verdict acknowledged (${verdictStatus(v.msg)})`);
         return;
       }
       if (ack.error && VERDICT_NOT_WANTED.includes(ack.error.code as AgentRefusalCode)) {
