@@ -271,3 +271,88 @@ def test_calibration_stops_at_its_budget(tmp_path):
     assert res["status"] == "succeeded", res
     assert 2 <= res["calibration"]["pairs"] < 400
     assert any("would pass the budget of 3 s" in e["message"] for e in run.of("log"))
+
+
+# -- the reference's shorter clock (samples.referenceTokensPct) -------------------------------------
+
+LONG = [{"name": "h-long", "batchSize": 2, "promptLength": 32, "maxNewTokens": 80, "seed": 9103, "hidden": True}]
+
+
+def test_reference_steps_shorten_the_reference_alone():
+    from harness.decode.runner import REFERENCE_MIN_STEPS, reference_steps
+    spec = parse_decode_spec(toy_spec("official", referenceTokensPct=50, referenceEngine=str(TOY_REFERENCE)))
+    w = lambda n: parse_decode_spec(toy_spec("official", workloads=[{"name": "w", "batchSize": 1, "promptLength": 4,
+                                                                     "maxNewTokens": n, "seed": 1}])).workloads[0]
+    assert reference_steps(spec, "reference", w(256)) == 128
+    assert reference_steps(spec, "reference", w(81)) == 41  # rounded up
+    assert reference_steps(spec, "reference", w(48)) == REFERENCE_MIN_STEPS == 32  # its step time must stay readable
+    assert reference_steps(spec, "reference", w(32)) is None and reference_steps(spec, "reference", w(8)) is None
+    # every other engine always runs whole samples
+    assert reference_steps(spec, "candidate", w(256)) is None and reference_steps(spec, "baseline", w(256)) is None
+    whole = parse_decode_spec(toy_spec("official", referenceEngine=str(TOY_REFERENCE)))
+    assert whole.reference_tokens_pct == 100 and reference_steps(whole, "reference", w(256)) is None
+
+
+@pytest.mark.parametrize("value, words", [(0, "referenceTokensPct must be positive"), (150, r"referenceTokensPct must be within \(0, 100\]"),
+                                          ("half", "referenceTokensPct must be a number")])
+def test_reference_tokens_pct_refusals_name_the_field(value, words):
+    with pytest.raises(ValueError, match=words):
+        parse_decode_spec(toy_spec("official", referenceTokensPct=value))
+
+
+def test_begins_compares_each_sequence_as_far_as_the_shorter_goes():
+    from harness.decode.checks import begins
+    assert begins([[1, 2], [3]], [[1, 2, 5], [3, 4]]) and begins([[1]], [[1]])
+    assert not begins([[1, 3]], [[1, 2, 5]]) and not begins([[1, 2, 5]], [[1, 2]])
+    assert not begins([[1]], [[1], [2]]) and not begins(None, [[1]]) and not begins([[1]], None)
+
+
+def test_official_with_the_shorter_reference_clock(tmp_path):
+    run = run_harness(official(workloads=LONG, referenceTokensPct=50, samplesPerWorkload=4, maxPairs=4,
+                               calibration=calibration({"h-long": 2.0})), TOY_FAST, tmp_path)
+    res = run.result
+    assert res["status"] == "succeeded", res
+    logs = [e["message"] for e in run.of("log")]
+    ref = [m for m in logs if m.startswith("reference h-long")]
+    cand = [m for m in logs if m.startswith("candidate h-long")]
+    # every reference sample, warm-ups included, is its first 40 of 80 steps; no candidate sample is shortened
+    assert ref and all(m.endswith("(its first 40 of 80 steps)") for m in ref), ref
+    assert cand and not any("its first" in m for m in cand), cand
+    assert any("each stops after 40 of 80 steps (h-long)" in m for m in logs), logs
+    # every token of the candidate's samples was judged, past the reference's 40 too (one pass a pair)
+    assert run.check("output")["passed"] and res["metrics"]["sequencesOffBaseline"] == 0
+    # the candidate is the reference's own code: half its time per pair, so the score is about 100 × K ÷ 2
+    assert 100 * 0.5 < res["score"] < 100 * 2.0, res
+    assert all(s["totalMs"] is not None for s in run.of("sample"))
+
+
+def test_a_wrong_token_past_the_reference_clock_fails_the_run(tmp_path, make_engine):
+    # Step 60 lies past the reference's 40 steps: its tokens cannot vouch for it, the teacher-forced pass must.
+    d = make_engine("""
+        from base import Engine as Base
+        class Engine(Base):
+            def generate(self, input_ids, max_new_tokens):
+                for t, step in enumerate(super().generate(input_ids, max_new_tokens)):
+                    if t == 60:
+                        step = list(step)
+                        step[1] = (step[1] + 1) % self.V
+                    yield step
+    """)
+    run = run_harness(official(workloads=LONG, referenceTokensPct=50, calibration=calibration({"h-long": 2.0})), d, tmp_path)
+    res = run.result
+    assert res["failureCode"] == "incorrect_output", res
+    assert "warm-up sample 0" in res["message"] and "sequence 1, step 60" in res["message"], res["message"]
+    assert not any("(pair " in e["message"] for e in run.of("log"))
+
+
+def test_calibration_times_the_reference_as_official_runs_do(tmp_path):
+    spec = toy_spec("calibration", workloads=[{**w, "hidden": False} for w in LONG], samplesPerWorkload=2, warmupSamples=1,
+                    baseline=None, referenceEngine=str(TOY_REFERENCE), referenceTokensPct=50,
+                    calibrate={"targetHalfWidthPct": 50, "maxPairs": 4, "budgetSeconds": 120})
+    run = run_harness(spec, tmp_path / "nothing", tmp_path)
+    res = run.result
+    assert res["status"] == "succeeded", res
+    logs = [e["message"] for e in run.of("log")]
+    assert all(m.endswith("(its first 40 of 80 steps)") for m in logs if m.startswith("reference h-long"))
+    assert not any("its first" in m for m in logs if m.startswith("baseline h-long"))
+    assert "every token of the baseline's and the reference engine's" in run.check("output")["detail"]

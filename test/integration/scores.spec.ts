@@ -132,6 +132,7 @@ describe('scores: the cached baseline, the hardware key, intervals and overlappi
       maxPairs: 24,
       targetHalfWidthPct: 3,
       runSpreadPct: 1.25,
+      referenceTokensPct: 100, // the toy's reference times whole samples (its clock is milliseconds long already)
     });
     const rows = await cached();
     expect(rows.map((r) => r.hardware)).toEqual([key]);

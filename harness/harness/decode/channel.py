@@ -41,13 +41,19 @@ def encode_json(tag: bytes, obj) -> bytes:
     return encode(tag, json.dumps(obj, separators=(",", ":")).encode())
 
 
-def encode_generate(input_ids: list[list[int]], max_new_tokens: int) -> bytes:
+def encode_generate(input_ids: list[list[int]], max_new_tokens: int, stop_after: Optional[int] = None) -> bytes:
+    """A generate command. stop_after (trusted engines only, runner.reference_steps): the child
+    stops the engine's generator after that many steps and closes it, so a reference engine keeps
+    the shape (its static cache and graphs) of max_new_tokens while its sample is shorter."""
     batch = len(input_ids)
     length = len(input_ids[0])
     flat = array("i")
     for row in input_ids:
         flat.extend(row)
-    head = json.dumps({"batch": batch, "length": length, "maxNewTokens": max_new_tokens}).encode()
+    meta = {"batch": batch, "length": length, "maxNewTokens": max_new_tokens}
+    if stop_after is not None:
+        meta["stopAfter"] = stop_after
+    head = json.dumps(meta).encode()
     return encode(b"G", head + b"\0" + flat.tobytes())
 
 

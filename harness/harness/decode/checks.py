@@ -59,6 +59,9 @@ class OutputCheck:
         self.reference = None
         # (workload, sample number) -> the sequences of a trusted engine that the reference model accepted
         self.trusted_tokens: dict = {}
+        # the same for the candidate's samples the reference model accepted: a shorter trusted sample
+        # of the same prompts that begins them needs no pass of its own (checked())
+        self.candidate_tokens: dict = {}
         self.judged = 0
         self.ties = 0
         self.worst_deficit = 0.0
@@ -70,8 +73,9 @@ class OutputCheck:
         accepted tokens): a disagreement is the evaluator's problem, never the candidate's."""
         key = (rec.workload.name, rec.sample_no)
         outs = rec.sample.sequences()
-        if self.trusted_tokens.get(key) == outs:
-            return
+        known = self.trusted_tokens.get(key)
+        if begins(outs, known) or begins(outs, self.candidate_tokens.get(key)):
+            return  # the reference model accepted these tokens already (a shorter sample: their start)
         bad = self.reference.verify(rec.prompts, outs, self.tolerance)
         if bad:
             raise HarnessFailure(
@@ -80,7 +84,8 @@ class OutputCheck:
                 f"sequence {bad['sequence']}, step {bad['step']} (logit {bad['tokenLogit']} vs max {bad['maxLogit']}); "
                 "the logit tolerance is too tight for this hardware or the reference is broken.",
             )
-        self.trusted_tokens.setdefault(key, outs)
+        if known is None or len(outs[0]) > len(known[0]):
+            self.trusted_tokens[key] = outs
 
     def judge(self, rec) -> None:
         """The candidate's sample, checked as soon as it is measured: equal to the trusted tokens of the
@@ -95,8 +100,9 @@ class OutputCheck:
             return
         if expected is not None:
             for s, (a, b) in enumerate(zip(outs, expected)):
-                if a != b:
-                    t = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+                # a shorter trusted sample (the reference's clock) that agrees as far as it goes is no divergence
+                t = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+                if t is not None:
                     if self.ties < 3:
                         self.log(f"{name} sample {rec.sample_no}: sequence {s} leaves the trusted engine's tokens at step {t}; "
                                  "checking it against the reference model over its own tokens")
@@ -115,19 +121,46 @@ class OutputCheck:
                 f"accepted only within {tol:g} of the max (checks.logitTolerance)."
             )
             raise EarlyVerdict("incorrect_output", message, detail)
+        self.candidate_tokens[(name, rec.sample_no)] = outs
 
     def checked(self, *recs) -> None:
-        """Trusted records first (their tokens are the reference), then the candidate's."""
+        """Trusted records first (their tokens are the reference), then the candidate's.
+
+        A trusted sample shorter than the candidate's of the same prompts (the reference engine's
+        shortened clock, runner.reference_steps) is checked through the candidate's instead: its
+        tokens could not vouch for the candidate's later ones, so the candidate's whole sample takes
+        the teacher-forced pass, and that pass accepts the trusted tokens too where they begin the
+        candidate's (one pass per pair, as with whole samples). Should the candidate's be rejected,
+        the trusted sample is checked on its own before the verdict, so that a disagreement of the
+        reference model with a trusted engine stays the evaluator's (HarnessFailure), as before."""
         t = time.perf_counter()
         try:
-            for rec in recs:
-                if rec.role != "candidate":
+            candidates = [r for r in recs if r.role == "candidate"]
+            # the longest trusted sample first: a shorter one of the same prompts is then free
+            trusted = sorted((r for r in recs if r.role != "candidate"), key=lambda r: -len(r.sample.steps))
+            deferred = [r for r in trusted if any(c.workload.name == r.workload.name and c.sample_no == r.sample_no
+                                                  and len(c.sample.steps) > len(r.sample.steps) for c in candidates)]
+            for rec in trusted:
+                if rec not in deferred:
                     self.accept_trusted(rec)
-            for rec in recs:
-                if rec.role == "candidate":
+            try:
+                for rec in candidates:
                     self.judge(rec)
+            except EarlyVerdict:
+                for rec in deferred:
+                    self.accept_trusted(rec)
+                raise
+            for rec in deferred:
+                self.accept_trusted(rec)
         finally:
             self.seconds += time.perf_counter() - t
+
+
+def begins(short: Optional[list], full: Optional[list]) -> bool:
+    """Whether every sequence of `short` is the start of (or equal to) the same sequence of `full`."""
+    if short is None or full is None or len(short) != len(full):
+        return False
+    return all(len(a) <= len(b) and b[:len(a)] == a for a, b in zip(short, full))
 
 
 def limits_text(checks: Checks) -> str:

@@ -95,11 +95,14 @@ def _generate(sock, engine, payload):
     flat = array("i")
     flat.frombytes(body)
     batch, length, steps = meta["batch"], meta["length"], meta["maxNewTokens"]
+    # Trusted engines only (the parent sends it to the reference engine): stop after this many
+    # steps and close the generator (its shape stays that of maxNewTokens).
+    stop = meta.get("stopAfter") or steps
     ids = flat.tolist()
     input_ids = [ids[i * length:(i + 1) * length] for i in range(batch)]
     gen = iter(engine.generate(input_ids, steps))
     own_ns = 0  # this side's framing cost, reported for the harness-overhead figure (untrusted, informative)
-    for index in range(steps):
+    for index in range(stop):
         try:
             step = next(gen)
         except StopIteration:
@@ -109,6 +112,14 @@ def _generate(sock, engine, payload):
         data = _ids(step, index, batch).tobytes()
         sock.sendall(HEADER.pack(b"S", len(data)) + data)
         own_ns += time.perf_counter_ns() - t
+    if stop < steps:
+        # The engine's own cleanup (a reference engine waits there for the GPU work it queued ahead)
+        # runs before "done", so nothing of this sample is still running when the next one starts.
+        close = getattr(gen, "close", None)
+        if close is not None:
+            close()
+        _send(sock, b"D", json.dumps({"steps": stop, "childOverheadNs": own_ns}).encode())
+        return
     # Exactly max_new_tokens: the generator must now be exhausted (the parent's clock already
     # stopped at the last step, so this check costs the engine nothing).
     try:

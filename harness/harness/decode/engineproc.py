@@ -325,10 +325,13 @@ class EngineProcess:
                   "between samples: {}", "unexpected frame {} from the engine process between samples")
 
     def generate(self, input_ids: list[list[int]], max_new_tokens: int, vocab_size: int,
-                 deadline_ns: int, deadline_text: str) -> Sample:
+                 deadline_ns: int, deadline_text: str, stop_after: Optional[int] = None) -> Sample:
+        """One sample: exactly max_new_tokens steps, or exactly stop_after of them where the parent
+        asks a trusted engine to stop early (runner.reference_steps)."""
         self.prepare(deadline_ns, deadline_text)
         batch = len(input_ids)
-        frame = encode_generate(input_ids, max_new_tokens)  # encoded before the clock starts
+        expected = max_new_tokens if stop_after is None else stop_after
+        frame = encode_generate(input_ids, max_new_tokens, stop_after)  # encoded before the clock starts
         step_bytes = 8 * batch
         steps: list = []
         stamps: list = []
@@ -346,14 +349,16 @@ class EngineProcess:
                     ids.frombytes(payload)
                     steps.append(ids)
                     stamps.append(stamp)
-                    if len(steps) > max_new_tokens:
-                        raise EngineFailure("candidate_error", f"generate yielded more than max_new_tokens={max_new_tokens} steps")
+                    if len(steps) > expected:
+                        raise EngineFailure("candidate_error", f"generate yielded more than max_new_tokens={max_new_tokens} steps"
+                                            if stop_after is None else f"the engine sent more than the {stop_after} steps asked for")
                     parent_ns += time.perf_counter_ns() - stamp
                 elif tag == b"D":
-                    if len(steps) != max_new_tokens:
+                    if len(steps) != expected:
                         raise EngineFailure(
                             "candidate_error",
-                            f"Engine contract violated: generate yielded {len(steps)} steps; it must yield exactly max_new_tokens={max_new_tokens}.",
+                            f"Engine contract violated: generate yielded {len(steps)} steps; it must yield exactly max_new_tokens={max_new_tokens}."
+                            if stop_after is None else f"the engine stopped after {len(steps)} steps; {stop_after} were asked for",
                         )
                     try:
                         child_ns = int(json.loads(payload).get("childOverheadNs"))

@@ -40,6 +40,7 @@ Flow of one run (all in the trusted parent; engines run in untrusted children, s
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import secrets
@@ -106,11 +107,13 @@ class Record:
     def figures(self) -> dict:
         s = self.sample
         total = ms(s.total_ns)
+        # the tokens this sample generated (a reference engine's may stop early: reference_steps)
+        tokens = self.workload.batch_size * len(s.steps)
         return {
             "ttftMs": ms(s.ttft_ns),
             "tpotMs": ms(s.tpot_ns),
             "totalMs": total,
-            "tps": self.workload.tokens / (total / 1000.0) if total else None,
+            "tps": tokens / (total / 1000.0) if total else None,
         }
 
 
@@ -121,6 +124,26 @@ SETTLE_PCT = 5.0
 # A sample needs this many decode steps for its step time to be read inside it (steady_within).
 SETTLE_MIN_STEPS = 16
 TRUSTED_ROLES = ("baseline", "reference")
+# A shortened reference sample keeps at least this many steps, so its step time can still be read.
+REFERENCE_MIN_STEPS = 2 * SETTLE_MIN_STEPS
+
+
+def reference_steps(spec: DecodeSpec, role: str, w: Workload) -> Optional[int]:
+    """How many steps the reference engine's samples of workload w run where the definition
+    shortens them (samples.referenceTokensPct < 100), else None (whole samples, as every other
+    engine's always are).
+
+    The reference is a clock: each pair's ratio is its time ÷ the candidate's on the same prompts,
+    and K (baseline time ÷ reference time, calibrated with the same shortened samples) turns it into
+    baseline points, so the score keeps its meaning while the reference's share of the GPU falls.
+    The reference keeps the workload's shape (it is asked for max_new_tokens and stopped: its
+    static cache and CUDA graphs are those of the whole sample), and, being steady, loses little
+    precision with fewer steps (harness/README.md, "The reference's shorter clock")."""
+    pct = spec.reference_tokens_pct
+    if role != "reference" or pct >= 100:
+        return None
+    n = max(math.ceil(w.max_new_tokens * pct / 100.0), min(REFERENCE_MIN_STEPS, w.max_new_tokens))
+    return None if n >= w.max_new_tokens else n
 ROLE_NAMES = {"baseline": "the baseline engine", "reference": "the reference engine", "candidate": "the candidate"}
 
 
@@ -291,8 +314,9 @@ class DecodeRun:
         # (kept frozen after it until that engine runs again: consecutive samples of one engine, and
         # the checks between them, need no thaw and re-freeze, and one GPU wait serves them all)
         idle = [p for p in self.procs if p is not proc and p.alive]
+        stop_after = reference_steps(self.spec, proc.role, w)
         with self.freezer.hold(idle, timed=not warmup, stay=True):
-            sample = self._trusted(proc.role, lambda: proc.generate(ids, w.max_new_tokens, self.reference.vocab_size, deadline, text))
+            sample = self._trusted(proc.role, lambda: proc.generate(ids, w.max_new_tokens, self.reference.vocab_size, deadline, text, stop_after))
         rec = Record(w, sample_no, index, warmup, ids, sample, proc.peak_memory)
         fig = rec.figures()
         if proc.role == "candidate":
@@ -304,7 +328,7 @@ class DecodeRun:
         tpot = "—" if fig["tpotMs"] is None else f"{fig['tpotMs']:.3f}"
         self.events.log(
             f"{proc.role} {w.name} {'warm-up' if warmup else 'sample'} {index}{note}: total {fig['totalMs']:.2f} ms, "
-            f"TTFT {fig['ttftMs']:.2f} ms, TPOT {tpot} ms"
+            f"TTFT {fig['ttftMs']:.2f} ms, TPOT {tpot} ms" + (f" (its first {stop_after} of {w.max_new_tokens} steps)" if stop_after else "")
         )
         return rec
 
@@ -377,6 +401,10 @@ class DecodeRun:
                    if spec.run_spread_pct and other == "candidate" else "")
                 + f"; each pair is one sample of each on the same prompts, each workload's pairs in the order AB, BA, AB, … "
                 f"(A: {trusted}), the workloads visited so that every pair starts with the engine that ran last"
+                + ("; the reference engine's samples are its clock: each stops after "
+                   + ", ".join(f"{reference_steps(spec, 'reference', w) or w.max_new_tokens} of {w.max_new_tokens} steps ({w.name})" for w in workloads)
+                   + f" (samples.referenceTokensPct {spec.reference_tokens_pct:g}; K is calibrated the same way)"
+                   if "reference" in roles and spec.reference_tokens_pct < 100 else "")
             )
             for w in workloads:
                 self._warm_up(procs, roles, w, records)

@@ -112,6 +112,9 @@ class DecodeSpec:
     target_half_width_pct: Optional[float]
     # Official runs: the run-to-run spread the reported interval adds in quadrature (pairing.widen).
     run_spread_pct: Optional[float]
+    # The reference engine's samples stop after this percent of each workload's new tokens (its
+    # clock: K = baseline ÷ this shorter time, calibrated the same way); 100: whole samples.
+    reference_tokens_pct: float
     limits: Limits
     checks: Checks
     prompt_nonce: Optional[str]
@@ -264,6 +267,9 @@ def parse_decode_spec(spec: dict) -> DecodeSpec:
         raise ValueError(f"spec: maxPairs ({max_pairs}) must be at least samplesPerWorkload ({samples})")
     target = _num(spec, "targetHalfWidthPct", "spec", positive=True, nullable=True)
     run_spread = _num(spec, "runSpreadPct", "spec", nonneg=True, nullable=True)
+    reference_pct = _num(spec, "referenceTokensPct", "spec", positive=True, nullable=True)
+    if reference_pct is not None and reference_pct > 100:
+        raise ValueError(f"spec: referenceTokensPct must be within (0, 100], got {reference_pct}")
     limits = _limits(spec)
     checks = _checks(spec)
     nonce = spec.get("promptNonce")
@@ -284,6 +290,7 @@ def parse_decode_spec(spec: dict) -> DecodeSpec:
         max_pairs=max_pairs,
         target_half_width_pct=target,
         run_spread_pct=run_spread,
+        reference_tokens_pct=100.0 if reference_pct is None else float(reference_pct),
         limits=limits,
         checks=checks,
         prompt_nonce=nonce,

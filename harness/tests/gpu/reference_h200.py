@@ -9,6 +9,10 @@ engine"), through the real entry point (`python -m harness run`):
   hidden      examples/fast official on the hidden workloads' shapes (256 new tokens), for the GPU cost
 
 Usage: python3 reference_h200.py MODEL_DIR OUT_DIR STEP [N] ...   (steps run in the order given)
+Environment: REF_PCT the definition's samples.referenceTokensPct (100: whole reference samples),
+REF_NEW_TOKENS the public workloads' new tokens (32), REF_TAG a prefix of each run's event file,
+REF_K a K file; where it names another GPU model than this one (or none is given), fast and starter
+runs use a stand-in K of 7 with this machine's key (their cost and spread, not an absolute score)
 GPU seconds: the run's wall time, all of which holds the GPU (loads, warm-ups, pairs, checks);
 the candidate's timed seconds: the sum of its timed samples' totals."""
 import json
@@ -38,6 +42,19 @@ HIDDEN = [
 ]
 
 
+sys.path.insert(0, f"{REPO}/harness")
+from harness.decode.runner import hardware_key, hardware_name  # noqa: E402
+
+HW = hardware_key(hardware_name())
+TAG = os.environ.get("REF_TAG", "")
+
+
+def standin(workloads):
+    """A stand-in K of 7 for this machine's key: the cost and spread of runs, not their absolute score."""
+    return {"hardware": HW, "halfWidthPct": 1.0, "pairs": 0, "runs": 0,
+            "workloads": {w["name"]: {"k": 7.0, "low": 6.93, "high": 7.07} for w in workloads}}
+
+
 def spec(mode, workloads, **over):
     s = {
         "kind": "decode", "benchmark": "qwen3-4b-decode", "mode": mode, "rulesVersion": 1,
@@ -46,13 +63,14 @@ def spec(mode, workloads, **over):
         "samplesPerWorkload": 6, "maxPairs": int(os.environ.get("REF_MAX_PAIRS", "20")), "targetHalfWidthPct": 1.5, "warmupSamples": 4,
         "limits": {"loadSeconds": 300, "sampleSeconds": 60, "runSeconds": 900, "memoryBytes": 60e9},
         "checks": {"maxTtftMs": None, "maxTpotMs": None, "maxRatioSpreadPct": 30, "logitTolerance": float(os.environ.get("REF_TOL", "0.25"))},
-        "baseline": None, "calibration": None,
+        "baseline": None, "calibration": None, "referenceTokensPct": float(os.environ.get("REF_PCT", "100")),
     }
     s.update(over)
     return s
 
 
 def run(name, sp, submission):
+    name = TAG + name
     path = f"/tmp/{name}.spec.json"
     json.dump(sp, open(path, "w"))
     r, w = os.pipe()
@@ -145,12 +163,11 @@ while i < len(STEPS):
             print("## K:", json.dumps(cal), flush=True)
     elif step in ("fast", "starter"):
         sub = FAST if step == "fast" else BASE
-        rows = [run(f"{step}-{j}", spec("official", W32, calibration=cal), sub) for j in range(n)]
+        k = cal if cal and cal["hardware"] == HW else standin(W32)
+        rows = [run(f"{step}-{j}", spec("official", W32, calibration=k), sub) for j in range(n)]
         summary(rows, f"{step} official against the reference")
     elif step == "hidden":
-        hk = {"hardware": cal["hardware"], "halfWidthPct": 1.0, "pairs": 0, "runs": 0,
-              "workloads": {w["name"]: {"k": 7.0, "low": 6.93, "high": 7.07} for w in HIDDEN}} if cal else None
-        rows = [run(f"hidden-{j}", spec("official", HIDDEN, calibration=hk), FAST) for j in range(n)]
+        rows = [run(f"hidden-{j}", spec("official", HIDDEN, calibration=standin(HIDDEN)), FAST) for j in range(n)]
         summary(rows, "fast official on the hidden shapes (a stand-in K of 7: the cost, not the score)")
     else:
         raise SystemExit(f"unknown step {step}")

@@ -123,6 +123,15 @@ export const DecodeBenchmarkDefinition = Common.extend({
        * quadrature; more pairs cannot shrink it, so the stopping rule leaves it out. 0: none known.
        */
       runSpreadPct: z.number().nonnegative().max(20).default(0),
+      /**
+       * The reference engine's samples (warm-ups and timed, in every pairing with it: official,
+       * public with K, calibration) stop after this percent of each workload's new tokens, at
+       * least 32 steps: the reference is the pairs' clock, steady enough to need fewer steps than
+       * the candidate, so it holds the GPU for less. K is calibrated with the same shortened
+       * samples, so scores stay in baseline points; changing it changes K (bump rulesVersion).
+       * 100: whole samples (harness/README.md, "The reference's shorter clock").
+       */
+      referenceTokensPct: z.number().gt(0).max(100).default(100),
     })
     .refine((s) => s.maxPairs >= s.official, { message: 'maxPairs must be at least official' }),
   limits: DecodeLimits,
@@ -233,6 +242,7 @@ export const PublicBenchmark = z.object({
       maxPairs: z.number().optional(),
       targetHalfWidthPct: z.number().optional(),
       runSpreadPct: z.number().optional(),
+      referenceTokensPct: z.number().optional(),
     })
     .optional(),
   checks: DecodeChecks.optional(),

@@ -142,6 +142,11 @@ export const DecodeSpec = z.object({
    * quadrature to the bootstrap interval of the score it reports (harness/README.md).
    */
   runSpreadPct: z.number().nonnegative().nullable().optional(),
+  /**
+   * The reference engine's samples stop after this percent of each workload's new tokens (its
+   * clock; K is calibrated the same way); null or absent: whole samples.
+   */
+  referenceTokensPct: z.number().gt(0).max(100).nullable().optional(),
   warmupSamples: z.number().int().nonnegative(),
   limits: DecodeLimits,
   checks: DecodeChecks,

@@ -153,6 +153,8 @@ export function decodeSpec(
     maxPairs: official ? b.samples.maxPairs : null,
     targetHalfWidthPct: official ? b.samples.targetHalfWidthPct : null,
     runSpreadPct: official ? b.samples.runSpreadPct : null,
+    // every pairing with the reference (official, public with K, calibration) times it alike
+    referenceTokensPct: b.samples.referenceTokensPct,
     warmupSamples: b.samples.warmup,
     limits: { ...b.limits, runSeconds: Math.min(b.limits.runSeconds, b.runTimeLimitSeconds) },
     checks: b.checks,

@@ -218,15 +218,21 @@ class Engine:
             self._capture(st)
         host = torch.empty((max_new_tokens, B), dtype=torch.long, pin_memory=True)
         done = [torch.cuda.Event() for _ in range(max_new_tokens)]
-        for t in range(1, max_new_tokens):
-            st.graph.replay()  # step t runs on the GPU while step t-1 is handed over below
-            host[t].copy_(st.tok, non_blocking=True)
-            done[t].record()
-            if t == 1:
-                yield first
-            else:
-                done[t - 1].synchronize()
-                yield host[t - 1].tolist()
+        try:
+            for t in range(1, max_new_tokens):
+                st.graph.replay()  # step t runs on the GPU while step t-1 is handed over below
+                host[t].copy_(st.tok, non_blocking=True)
+                done[t].record()
+                if t == 1:
+                    yield first
+                else:
+                    done[t - 1].synchronize()
+                    yield host[t - 1].tolist()
+        except GeneratorExit:
+            # closed before its last step (the harness stops the reference's clock early): the step
+            # queued ahead must not run into whatever the GPU does next
+            torch.cuda.synchronize()
+            raise
         if max_new_tokens > 1:
             done[max_new_tokens - 1].synchronize()
             yield host[max_new_tokens - 1].tolist()
