@@ -26,3 +26,22 @@ describe('benchmark definition: samples.runSpreadPct', () => {
     expect(res.error!.issues.map((i) => i.path.join('.'))).toContain('samples.runSpreadPct');
   });
 });
+
+describe('benchmark definition: samples.referenceTokensPct', () => {
+  const defs = loadBenchmarkDefinitions(path.join(ROOT, 'config/benchmarks'));
+  const toy = defs.find((d) => d.id === 'toy-decode')!;
+  const qwen = defs.find((d) => d.id === 'qwen3-4b-decode')!;
+
+  it('is 50 for qwen3 (its reference times half samples) and 100 (whole) when left out', () => {
+    expect(qwen.kind === 'decode' && qwen.samples.referenceTokensPct).toBe(50);
+    expect(toy.kind === 'decode' && toy.samples.referenceTokensPct).toBe(100);
+  });
+
+  it.each([0, -5, 101, '50'])('refuses %j, naming the field', (value) => {
+    const raw = JSON.parse(JSON.stringify(toy)) as { samples: Record<string, unknown> };
+    raw.samples.referenceTokensPct = value;
+    const res = BenchmarkDefinition.safeParse(raw);
+    expect(res.success).toBe(false);
+    expect(res.error!.issues.map((i) => i.path.join('.'))).toContain('samples.referenceTokensPct');
+  });
+});
