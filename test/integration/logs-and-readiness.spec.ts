@@ -2,6 +2,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AgentSockets } from '../../apps/api/src/agents/agent-sockets';
 import { toyStarter } from '../support/archives';
 import { startTestHub, TestHub } from '../support/hub';
 import { OwnPostgres } from '../support/own-postgres';
@@ -29,6 +30,8 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
 class RedisRelay {
   private server?: Server;
   private readonly open = new Set<Socket>();
+  /** Each connection from the hub with its connection to Redis. */
+  private readonly pairs = new Set<[client: Socket, upstream: Socket]>();
   port = 0;
 
   constructor(private readonly target: URL) {}
@@ -41,9 +44,14 @@ class RedisRelay {
   async start(): Promise<void> {
     const server = createServer((client) => {
       const upstream = connect(Number(this.target.port || 6379), this.target.hostname);
-      for (const s of [client, upstream]) {
+      const pair: [Socket, Socket] = [client, upstream];
+      this.pairs.add(pair);
+      for (const s of pair) {
         this.open.add(s);
-        s.on('close', () => this.open.delete(s));
+        s.on('close', () => {
+          this.open.delete(s);
+          this.pairs.delete(pair);
+        });
         s.on('error', () => s.destroy());
       }
       client.pipe(upstream).pipe(client);
@@ -51,6 +59,25 @@ class RedisRelay {
     await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
     this.port = (server.address() as AddressInfo).port;
     this.server = server;
+  }
+
+  /**
+   * Stops passing on what the hub's open connections send: a command written from now on stays
+   * unanswered (in flight) until {@link reset}. Connections opened later pass as before.
+   */
+  hold(): void {
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      client.pause();
+    }
+  }
+
+  /**
+   * Resets every open connection (TCP RST, as a Redis that crashed or a middlebox that dropped the
+   * link): the hub reads `ECONNRESET` with its commands in flight. Still listening: the hub reconnects.
+   */
+  reset(): void {
+    for (const s of this.open) s.resetAndDestroy();
   }
 
   /** Refuses new connections and cuts the open ones. */
@@ -137,6 +164,30 @@ describe.skipIf(!reachable)('JSON logs with request and run ids; readiness with 
       time: expect.any(String),
     });
     expect(line).not.toHaveProperty('requestId');
+  });
+
+  it('leaves nothing unhandled when Redis resets the link with commands in flight, and recovers', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    process.on('uncaughtException', record);
+    try {
+      relay.hold();
+      // In flight when the link resets: a nudge to the other replicas (a PUBLISH that the streams
+      // adapter sends without waiting on it), a readiness probe (PING), the adapter's XREAD.
+      hub.app.get(AgentSockets).nudgeReplicas();
+      const probe = hub.http.get('/api/health/ready');
+      await new Promise((r) => setTimeout(r, 300));
+      relay.reset();
+      await probe;
+      await until('readiness back', async () => (await hub.http.get('/api/health/ready')).status === 200);
+      // Node reports a rejection nobody handled once the microtasks after it have run.
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      process.off('unhandledRejection', record);
+      process.off('uncaughtException', record);
+    }
+    expect(unhandled).toEqual([]);
   });
 
   it('answers 503 naming redis when Redis is unreachable, on a line that carries the request id', async () => {

@@ -5,7 +5,7 @@ import type { MessageMappingProperties } from '@nestjs/websockets';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Config } from '../src/config/config';
-import { HUB_SOCKET_OPTIONS, HubIoAdapter } from '../src/socket/hub-io-adapter';
+import { adapterRedisClient, HUB_SOCKET_OPTIONS, HubIoAdapter } from '../src/socket/hub-io-adapter';
 import {
   AckExceptionFilter,
   ExtraArguments,
@@ -136,5 +136,55 @@ describe('ZodPayloadPipe and AckExceptionFilter', () => {
     new Filter().catch(new Error('boom'), host);
     expect(acks).toEqual([{ ok: false, error: { code: 'x', message: 'boom' } }]);
     expect(failures).toEqual([{ event: 'run.join', payload: { runId: 'r1' }, client }]);
+  });
+});
+
+describe('adapterRedisClient: the streams adapter’s commands never fail unhandled', () => {
+  /** A client whose commands fail as on a reset link; its own state kept in a private field. */
+  class FakeClient {
+    #name: string;
+    constructor(name = 'main') {
+      this.#name = name;
+    }
+    get name() {
+      return this.#name;
+    }
+    publish(): Promise<number> {
+      return Promise.reject(new Error(`${this.#name}: read ECONNRESET`));
+    }
+    subscribe(): Promise<void> {
+      return Promise.reject(new Error(`${this.#name}: socket closed unexpectedly`));
+    }
+    duplicate(): FakeClient {
+      return new FakeClient(`${this.#name} copy`);
+    }
+  }
+
+  it('handles a command whose promise the caller drops, and still rejects for a caller that waits', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    const failed: string[] = [];
+    try {
+      const client = adapterRedisClient(new FakeClient() as never, (err) =>
+        failed.push((err as Error).message),
+      );
+      const c = client as unknown as FakeClient;
+      expect(c.name).toBe('main');
+      void c.publish(); // as the adapter sends an ephemeral message: fired, not waited on
+      const copy = c.duplicate();
+      expect(copy.name).toBe('main copy');
+      void copy.subscribe();
+      await expect(c.publish()).rejects.toThrow(/ECONNRESET/);
+      await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+    expect(unhandled).toEqual([]);
+    expect(failed).toEqual([
+      'main: read ECONNRESET',
+      'main copy: socket closed unexpectedly',
+      'main: read ECONNRESET',
+    ]);
   });
 });

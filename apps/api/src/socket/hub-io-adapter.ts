@@ -26,6 +26,37 @@ export const HUB_SOCKET_OPTIONS: Partial<ServerOptions> = {
   cors: { origin: false },
 };
 
+type RedisClient = ReturnType<typeof createClient>;
+
+/**
+ * `client` as the Redis streams adapter gets it: the same connection, whose every command's promise
+ * has a rejection handler (`onFailed`) besides whatever the caller does with it, and whose
+ * duplicates (the adapter's XREAD and SUBSCRIBE connections) are seen the same way.
+ *
+ * The adapter (0.3.1) fires some commands and drops their promise: the PUBLISH of every ephemeral
+ * message (`serverSideEmit`, such as the dispatcher's nudge to other replicas; fetchSockets'
+ * request; a broadcast with acks), its SUBSCRIBE, a session's SET. One still in flight when the link
+ * resets rejects (`read ECONNRESET`, or the socket closed), and nobody handles that rejection: a
+ * process-level unhandled rejection (CI saw one when the readiness test cut Redis). What such a
+ * message carried is lost either way, as any cross-replica message can be while Redis is away
+ * (the dispatcher's fallback pass stands in for a lost nudge); the client's 'error' listener says
+ * why. A caller that waits on a command (XADD, XREAD, PUBSUB) still gets its rejection.
+ */
+export function adapterRedisClient(client: RedisClient, onFailed: (err: unknown) => void): RedisClient {
+  return new Proxy(client, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function' || prop === 'constructor') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (result instanceof Promise) result.catch(onFailed);
+        if (prop === 'duplicate') return adapterRedisClient(result as RedisClient, onFailed);
+        return result;
+      };
+    },
+  });
+}
+
 type Reply = (answer: unknown) => void;
 const NO_REPLY: Reply = () => undefined;
 
@@ -73,7 +104,10 @@ export class HubIoAdapter extends IoAdapter {
       throw err;
     }
     this.sockets.useRedis(client, subscriber);
-    this.adapterFactory = createAdapter(client, {
+    const adapterClient = adapterRedisClient(client, (err) =>
+      this.logger.debug(`redis (adapter): a command failed: ${(err as Error)?.message ?? err}`),
+    );
+    this.adapterFactory = createAdapter(adapterClient, {
       streamName: this.config.REDIS_STREAM,
       channelPrefix: this.config.REDIS_STREAM,
       onlyPlaintext: true,
