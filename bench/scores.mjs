@@ -328,7 +328,7 @@ The bench adds ${LOAD} busy core(s) of its own (a \`node -e 'for(;;){}'\` load g
 ${process.env.BENCH_SCORES_NOTE ? `\n${process.env.BENCH_SCORES_NOTE}\n` : ''}
 ${
   calibration
-    ? `K (baseline ÷ reference time, per workload) was calibrated first through the hub (an organizer's calibration run on this machine): ${Object.entries(
+    ? `K (baseline ÷ reference time, per workload) was calibrated first through the hub (an organizer's calibration, ${calibration.runs ?? 1} run(s) pooled, on this machine under the bench's busy core(s)): ${Object.entries(
         calibration.workloads,
       )
         .map(([w, k]) => `${w} ${fmt(k.k, 3)} (${fmt(k.low, 3)}–${fmt(k.high, 3)})`)
