@@ -2,9 +2,9 @@
 # One device call (2026-12-07): the reference's shorter clock (samples.referenceTokensPct 50) against
 # whole reference samples (100), side by side on one machine, through the real entry point.
 #   bash harness/tests/gpu/reference_clock_call.sh OUT_DIR
-# Order: hidden shapes 50 / 100 / 50 (GPU ÷ the candidate's timed seconds), then the fast example
-# official five times at 50 on the public workloads' 128 new tokens (sd, ranking intervals), then
-# twice at 100 for the spread side by side. Raw logs and events go to OUT_DIR.
+# Order: hidden shapes at 50 and 100 (GPU ÷ the candidate's timed seconds), the fast example official
+# five times at 50 on the public workloads' 128 new tokens (sd, ranking intervals), the hidden shapes
+# at 50 again, then the fast example twice at 100 for the spread side by side. Raw logs and events go to OUT_DIR.
 set -u
 OUT=${1:?OUT_DIR}
 mkdir -p "$OUT/events"
@@ -17,6 +17,6 @@ step() { # PCT NEW TAG STEPS...
 }
 step 50 128 p50a- hidden 1
 step 100 128 p100a- hidden 1
-step 50 128 p50b- hidden 1
 step 50 128 p50f- fast 5
+step 50 128 p50b- hidden 1
 step 100 128 p100f- fast 2
