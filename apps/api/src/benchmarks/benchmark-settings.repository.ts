@@ -26,6 +26,26 @@ export class BenchmarkSettingsRepository {
     await this.repo.createQueryBuilder().insert().values(rows).orIgnore().execute();
   }
 
+  /**
+   * Raises a benchmark's stored rules version to its definition file's where the file's is higher
+   * (a rules change shipped with the code, such as one that changes what K means), with the reason
+   * shown on the page. Never lowers one: an organizer's later bumps stay. Returns what it raised.
+   */
+  async adoptFileRulesVersion(
+    benchmarkId: string,
+    fileVersion: number,
+    reason: string,
+  ): Promise<{ from: number; to: number } | null> {
+    const raw = await this.repo.query<unknown>(
+      `UPDATE benchmark_settings s SET rules_version = $2, rules_changed_reason = $3, rules_changed_at = now(), updated_at = now()
+        FROM (SELECT rules_version FROM benchmark_settings WHERE benchmark_id = $1 FOR UPDATE) old
+        WHERE s.benchmark_id = $1 AND s.rules_version < $2 RETURNING old.rules_version AS from_version`,
+      [benchmarkId, fileVersion, reason],
+    );
+    const rows = returned<{ from_version: number }>(raw);
+    return rows.length ? { from: rows[0].from_version, to: fileVersion } : null;
+  }
+
   async update(
     benchmarkId: string,
     patch: Partial<BenchmarkSettingsEntity>,

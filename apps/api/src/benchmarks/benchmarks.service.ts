@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { AuditAction, BenchmarkDefinition, CalibrationSummary, PublicBenchmark } from '@dryft/libs';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
@@ -26,6 +26,8 @@ export interface SettingsPatch {
 
 @Injectable()
 export class BenchmarksService implements OnModuleInit {
+  private readonly logger = new Logger(BenchmarksService.name);
+
   constructor(
     private readonly registry: BenchmarkRegistry,
     private readonly settings: BenchmarkSettingsRepository,
@@ -66,6 +68,18 @@ export class BenchmarksService implements OnModuleInit {
         announcement: d.announcement ?? null,
       })),
     );
+    // A hub that has seen a benchmark keeps its stored settings, so a rules version raised in the
+    // file (shipped with a change of what runs measure) would otherwise never reach it, and a K
+    // calibrated under the old rules would score runs under the new ones.
+    for (const d of this.registry.all()) {
+      const reason = `The benchmark's definition moved to rules version ${d.rulesVersion}; results and calibrations of earlier versions no longer count.`;
+      const raised = await this.settings.adoptFileRulesVersion(d.id, d.rulesVersion, reason);
+      if (raised) {
+        this.logger.warn(
+          `${d.id}: rules version ${raised.from} -> ${raised.to}, from the definition file (earlier results and K no longer count)`,
+        );
+      }
+    }
   }
 
   async list(): Promise<EffectiveBenchmark[]> {
