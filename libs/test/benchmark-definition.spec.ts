@@ -32,13 +32,14 @@ describe('benchmark definition: samples.referenceTokensPct', () => {
   const toy = defs.find((d) => d.id === 'toy-decode')!;
   const qwen = defs.find((d) => d.id === 'qwen3-4b-decode')!;
 
-  it('is 100 (whole samples) when left out, as both shipped decode definitions do for now', () => {
-    expect(qwen.kind === 'decode' && qwen.samples.referenceTokensPct).toBe(100);
+  it('is 50 for qwen3 (its reference times half samples) and 100 (whole) when left out', () => {
+    expect(qwen.kind === 'decode' && qwen.samples.referenceTokensPct).toBe(50);
+    expect(qwen.rulesVersion).toBeGreaterThanOrEqual(3); // K under version 2 timed whole samples
     expect(toy.kind === 'decode' && toy.samples.referenceTokensPct).toBe(100);
-    const raw = JSON.parse(JSON.stringify(qwen)) as { samples: Record<string, unknown> };
-    raw.samples.referenceTokensPct = 50;
+    const raw = JSON.parse(JSON.stringify(toy)) as { samples: Record<string, unknown> };
+    delete raw.samples.referenceTokensPct;
     const parsed = BenchmarkDefinition.parse(raw);
-    expect(parsed.kind === 'decode' && parsed.samples.referenceTokensPct).toBe(50);
+    expect(parsed.kind === 'decode' && parsed.samples.referenceTokensPct).toBe(100);
   });
 
   it.each([0, -5, 101, '50'])('refuses %j, naming the field', (value) => {
