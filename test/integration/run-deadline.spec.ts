@@ -135,17 +135,21 @@ describe('the whole-run time limit, enforced by the server', () => {
       if (run.id === created.id) announced.push(run);
     });
     try {
-      await hub.app.get(RunPoliciesService).applyRunTimeLimit('toy-decode', 120);
+      // 240 s from a start 180 s ago: the new deadline is still ahead, so the deadline sweep (grace
+      // 0 here) cannot end the run between this change and the read below. It did once with 120 s
+      // (a deadline already past) when the box was busy: that read saw the sweep's later revision.
+      await hub.app.get(RunPoliciesService).applyRunTimeLimit('toy-decode', 240);
     } finally {
       off();
     }
-    expect(announced).toHaveLength(1);
-    const [now] = announced;
-    expect(Date.parse(now.deadlineAt!) - Date.parse(now.assignedAt!)).toBe(120_000);
+    const now = announced.find((r) => Date.parse(r.deadlineAt!) - Date.parse(r.assignedAt!) === 240_000);
+    expect(now, JSON.stringify(announced)).toBeDefined();
     expect(Date.parse(stale.deadlineAt!) - Date.parse(stale.assignedAt!)).toBeGreaterThan(400_000);
-    // What a client keeps (apps/web RunState): the higher revision, whichever arrived last.
-    expect(now.revision).toBeGreaterThan(stale.revision);
-    expect((await read()).revision).toBe(now.revision);
+    // What a client keeps (apps/web RunState): the higher revision, whichever arrived last. A read
+    // after the live status never goes back; it may be higher still when the 2 s lease of this
+    // silent test agent lapses meanwhile on a busy box.
+    expect(now!.revision).toBeGreaterThan(stale.revision);
+    expect((await read()).revision).toBeGreaterThanOrEqual(now!.revision);
     await hub.app.get(RunPoliciesService).applyRunTimeLimit('toy-decode', 300);
   });
 });
