@@ -120,7 +120,9 @@ describe('a stalled hub or agent: leases judged on what the agent sent', () => {
       // was read first, and at the reconnect the hub said the run is already ended.
       () =>
         agent!.output().includes(`run ${run.id}: verdict acknowledged (succeeded)`) ||
-        agent!.output().includes(`run ${run.id}: the hub holds this run as ended; verdict (succeeded) not resent`) ||
+        agent!
+          .output()
+          .includes(`run ${run.id}: the hub holds this run as ended; verdict (succeeded) not resent`) ||
         null,
       // As long as the watcher's catch-up above: under a full CI run on two busy cores the agent's
       // own log line of the ack once came after 15 s, the run already stored as succeeded.
