@@ -38,15 +38,19 @@ function runJob(command, args, { env = {}, log = null } = {}) {
       stdio: ['ignore', out, out],
       env: { ...process.env, ...env },
     });
+    // 'close' may follow 'error' (a command that could not start): the file is closed once.
+    let done = false;
+    const finish = (status) => {
+      if (done) return;
+      done = true;
+      if (log) closeSync(out);
+      resolve(status);
+    };
     child.on('error', (err) => {
-      if (log) closeSync(out);
       console.error(`[tests] could not start ${command}: ${err.message}`);
-      resolve(-1);
+      finish(-1);
     });
-    child.on('close', (code, signal) => {
-      if (log) closeSync(out);
-      resolve(code ?? (signal ? 128 : 1));
-    });
+    child.on('close', (code, signal) => finish(code ?? (signal ? 128 : 1)));
   });
 }
 
@@ -192,6 +196,7 @@ async function runNext(log) {
     broken = true;
     return;
   }
+  console.log(`\n[tests] ${NEXT_PROJECTS.join(', ')} tiers under Node ${NEXT_NODE}`);
   // Children that start `node` by name (the CLI, scripts) get the same runtime.
   await runVitest(
     node,
@@ -205,8 +210,8 @@ async function runNext(log) {
 }
 
 // Two lanes side by side. The suite waits far more than it computes (processes starting, leases
-// running out, browsers loading): on CI's 2-core box one lane kept the cores busy 40 % of its
-// 19 minutes. The end-to-end tier (the browser's) streams here; the fault tier, the harness tests
+// running out, browsers loading): on the 2-core development box one lane kept the cores busy 36 %
+// of its 19 minutes (user + sys 14 min), and two lanes finish in 12–13. The end-to-end tier (the browser's) streams here; the fault tier, the harness tests
 // and the Node 24 tiers run beside it, their output kept in a file and printed whole when each is
 // done. DRYFT_TEST_LANES=1 runs everything in one lane, one job after another (a one-core box, or
 // a flake that is suspected of needing the machine to itself).
